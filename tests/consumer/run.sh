@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Consumption test driver: build and run tests/consumer/main.cpp against kattn
+# the way a user would.
+#
+# usage: run.sh <route> <source_root> <build_tmp>
+#   route        subproject | pkgconfig | cmake
+#   source_root  the kattn source tree
+#   build_tmp    a scratch directory owned by this route (wiped on every run)
+#
+# Routes:
+#   subproject  a standalone Meson project with subprojects/kattn -> source_root,
+#               dependency('kattn'); kattn's own tests/examples/bench must not build.
+#   pkgconfig   install kattn into build_tmp/prefix, compile with
+#               g++ $(pkg-config --cflags kattn) ... $(pkg-config --libs kattn).
+#   cmake       install kattn into build_tmp/prefix, find_package(kattn) with
+#               CMAKE_PREFIX_PATH=build_tmp/prefix, link kattn::kattn.
+# Every step must succeed; the program must run and exit 0.
+set -euo pipefail
+
+if [[ $# -ne 3 ]]; then
+    echo "usage: $0 <subproject|pkgconfig|cmake> <source_root> <build_tmp>" >&2
+    exit 2
+fi
+route=$1
+src=$(cd "$2" && pwd -P)
+tmp=$3
+here=$src/tests/consumer
+
+step() { echo "==> [$route] $*"; }
+
+# Fresh scratch directory on every run (repeatable; one per route, so parallel-safe).
+rm -rf "$tmp"
+mkdir -p "$tmp"
+tmp=$(cd "$tmp" && pwd -P)
+
+# Install kattn into a private prefix (pkgconfig and cmake routes).
+install_kattn() {
+    step "configure kattn with --prefix=$tmp/prefix"
+    meson setup "$tmp/kattn-build" "$src" --prefix="$tmp/prefix" \
+        -Dtests=disabled -Dexamples=disabled -Dbench=disabled -Dnative=false
+    step "install kattn"
+    meson install -C "$tmp/kattn-build" --quiet
+    test -f "$tmp/prefix/include/kattn/kattn.hpp"
+    test -f "$tmp/prefix/lib/cmake/kattn/kattnConfig.cmake"
+    test -f "$tmp/prefix/lib/cmake/kattn/kattnConfigVersion.cmake"
+}
+
+case $route in
+subproject)
+    proj=$tmp/project
+    mkdir -p "$proj/subprojects"
+    cp "$here/subproject/meson.build" "$here/main.cpp" "$proj/"
+    ln -s "$src" "$proj/subprojects/kattn"
+    step "meson setup (kattn as subproject)"
+    meson setup "$proj/build" "$proj" --force-fallback-for=kattn
+    # kattn's own targets must not be built for a consumer.
+    if grep -q -E 'kattn_tests|quickstart|bench_attention' "$proj/build/build.ninja"; then
+        echo "error: kattn's tests/examples/bench are part of a consumer's build" >&2
+        exit 1
+    fi
+    if grep -q -e '-march=' "$proj/build/build.ninja"; then
+        echo "error: -march leaks into a consumer's build" >&2
+        exit 1
+    fi
+    step "meson compile"
+    meson compile -C "$proj/build"
+    app=$proj/build/app
+    ;;
+pkgconfig)
+    install_kattn
+    step "compile with pkg-config flags"
+    bash "$here/pkgconfig/build.sh" "$tmp/prefix" "$here/main.cpp" "$tmp/app"
+    app=$tmp/app
+    ;;
+cmake)
+    install_kattn
+    proj=$tmp/project
+    mkdir -p "$proj"
+    cp "$here/cmake/CMakeLists.txt" "$here/main.cpp" "$proj/"
+    gen=()
+    if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+    step "cmake configure (find_package(kattn))"
+    cmake -S "$proj" -B "$proj/build" "${gen[@]}" \
+        -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release
+    step "cmake build"
+    cmake --build "$proj/build"
+    app=$proj/build/app
+    ;;
+*)
+    echo "error: unknown route '$route' (expected subproject, pkgconfig or cmake)" >&2
+    exit 2
+    ;;
+esac
+
+step "run $app"
+"$app"
+step "ok"
