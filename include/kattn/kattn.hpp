@@ -1,0 +1,4 @@
+#pragma once
+
+#include "core/config.hpp"
+#include "core/error.hpp"
