@@ -1,4 +1,45 @@
+// kattn/kattn.hpp — umbrella header: every feature map, sampler, backend and operator.
+//
+//   #include <kattn/kattn.hpp>
+//   using attn_t = kattn::linear_attention<kattn::features::favor,
+//                                          kattn::samplers::orthogonal_gaussian,
+//                                          kattn::backends::simd>;
+//
+// Include individual headers (kattn/features/favor.hpp, …) to keep compile times down;
+// kattn/fwd.hpp names every type without including anything.
 #pragma once
 
+#include "fwd.hpp"
+
+#include "core/concepts.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/math.hpp"
+#include "core/random.hpp"
+#include "core/row_ops.hpp"
+#include "core/shape.hpp"
+
+#include "samplers/gaussian.hpp"
+#include "samplers/identity.hpp"
+#include "samplers/orthogonal_gaussian.hpp"
+#include "samplers/sampler_params.hpp"
+
+#include "features/cos2.hpp"
+#include "features/elu.hpp"
+#include "features/favor.hpp"
+#include "features/favor_hyperbolic.hpp"
+#include "features/feature_params.hpp"
+#include "features/nonstationary.hpp"
+#include "features/porf_softplus.hpp"
+#include "features/positive.hpp"
+#include "features/sigmoid2.hpp"
+#include "features/softmax_features.hpp"
+#include "features/softplus.hpp"
+#include "features/trig.hpp"
+
+#include "backends/reference.hpp"
+#include "backends/simd.hpp"
+
+#include "attention/attention_config.hpp"
+#include "attention/linear_attention.hpp"
+#include "attention/options.hpp"

@@ -103,6 +103,7 @@ inline void orthogonal_block(std::uint64_t seed, std::uint64_t b, index_t dim, d
 namespace samplers {
 
 struct orthogonal_gaussian {
+    static constexpr bool is_orthogonal = true;  // rows within a block are exactly orthogonal
     static constexpr bool is_random = true;
     static constexpr const char* name = "orthogonal_gaussian";
 

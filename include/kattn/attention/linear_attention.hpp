@@ -1,0 +1,315 @@
+// kattn/attention/linear_attention.hpp — kernelized (linear) attention, forward and backward.
+//
+//   out_i = Σ_j φ(q_i)ᵀφ(k_j) v_j / Σ_j φ(q_i)ᵀφ(k_j)          (j ≤ i when causal)
+//         = φ(q_i)ᵀ S / φ(q_i)ᵀ z,   S = Σ_j φ(k_j) v_jᵀ,  z = Σ_j φ(k_j)
+//
+// O(L·F·(d + d_v)) time per head instead of O(L²·d). Composed from three policies:
+//   Map      a kattn::feature_map (features::favor, trig, nonstationary, positive<…>, …)
+//   Sampler  a kattn::spectral_sampler drawing Ω (default: the map's own default)
+//   Backend  a kattn::execution_backend (backends::simd by default, backends::reference)
+//   T        float (default) or double
+// Inputs are [batch, heads, length, dim] (or [length, dim]); Ω is shared by all heads.
+// Options: kattn::causal, per-batch key lengths (padding, excluded from numerator and
+// denominator), recurrent decoding with initial_state()/step(), and backward() giving
+// ∂q, ∂k, ∂v and the gradient of the spectral parameters (Ω, b).
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "../core/concepts.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "../backends/problem.hpp"
+#include "attention_config.hpp"
+#include "options.hpp"
+
+namespace kattn {
+
+template <class Map, class Sampler = typename Map::default_sampler, class Backend = backends::simd,
+          class T = float>
+class linear_attention {
+    using map_traits = feature_map_traits<Map>;
+    using sampler_traits = spectral_sampler_traits<Sampler>;
+    static_assert(sizeof(execution_backend_traits<Backend>) > 0);
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                  "kattn::linear_attention: T must be float or double");
+    static_assert(!map_traits::requires_orthogonal || sampler_traits::is_orthogonal,
+                  "kattn::linear_attention: this feature map (porf_softplus) is defined with orthogonal "
+                  "frequencies; use samplers::orthogonal_gaussian");
+
+public:
+    using map_type = Map;
+    using sampler_type = Sampler;
+    using backend_type = Backend;
+    using value_type = T;
+
+    /// Gradients of a backward pass: inputs' shapes, plus Ω (d × num_features) and b (m; empty
+    /// when the map has no bias).
+    template <std::size_t R>
+    struct gradients {
+        xt::xtensor<T, R> dq, dk, dv;
+        xt::xtensor<T, 2> d_omega;
+        xt::xtensor<T, 1> d_bias;
+    };
+
+    /// Recurrent decoding state (S, z and the stabiliser of every head), in double.
+    struct state {
+        index_t batch = 1, heads = 1;
+        std::vector<double> S, z, C;
+        std::vector<index_t> steps;
+    };
+
+    explicit linear_attention(const attention_config& cfg) : cfg_(cfg) {
+        detail::require(cfg.head_dim >= 1, "head_dim", ">= 1", cfg.head_dim);
+        detail::require(cfg.value_dim >= 1, "value_dim", ">= 1", cfg.value_dim);
+        detail::require(cfg.num_features >= 1, "num_features", ">= 1", cfg.num_features);
+        if constexpr (map_traits::uses_pairs)
+            detail::require(cfg.num_features % 2 == 0, "num_features",
+                            std::string("an even count for the paired map '") + Map::name + "' (pairs (w1, w2))",
+                            cfg.num_features);
+        detail::require(std::isfinite(cfg.eps) && cfg.eps > 0, "eps", "a finite value > 0", cfg.eps);
+        if (cfg.input_scale)
+            detail::require(std::isfinite(*cfg.input_scale) && *cfg.input_scale > 0, "input_scale",
+                            "a finite value > 0", *cfg.input_scale);
+        params_ = feature_params{cfg.temperature, cfg.floor, cfg.scale, cfg.renormalize};
+        m_ = map_traits::uses_pairs ? cfg.num_features / 2 : cfg.num_features;
+        Map::validate(params_, cfg.head_dim, m_);
+        input_scale_ = static_cast<T>(cfg.input_scale ? *cfg.input_scale
+                                      : map_traits::softmax_scaling ? std::pow(double(cfg.head_dim), -0.25)
+                                                                    : 1.0);
+        resample(cfg.seed);
+    }
+
+    /// Redraws Ω (and a random bias) from `seed` with the configured sampler.
+    void resample(std::uint64_t seed) {
+        const index_t d = cfg_.head_dim, P = cfg_.num_features;
+        const index_t dim = map_traits::frequency_dim(d), count = map_traits::uses_pairs ? m_ : P;
+        std::vector<double> w(static_cast<std::size_t>(dim * count));
+        Sampler::template sample<double>(sampler_params{cfg_.sigma, cfg_.norms}, dim, count, seed, w.data());
+        omega_ = xt::xtensor<T, 2>::from_shape({std::size_t(d), std::size_t(P)});
+        for (index_t k = 0; k < count; ++k)
+            for (index_t i = 0; i < d; ++i) {
+                omega_(i, k) = static_cast<T>(w[k * dim + i]);
+                if constexpr (map_traits::uses_pairs) omega_(i, m_ + k) = static_cast<T>(w[k * dim + d + i]);
+            }
+        if constexpr (map_traits::uses_bias) {
+            bias_ = xt::xtensor<T, 1>::from_shape({std::size_t(m_)});
+            Map::init_bias(m_, seed, bias_.data());
+        }
+        cfg_.seed = seed;
+    }
+
+    const attention_config& config() const { return cfg_; }
+    index_t head_dim() const { return cfg_.head_dim; }
+    index_t value_dim() const { return cfg_.value_dim; }
+    index_t num_features() const { return cfg_.num_features; }
+    /// Dimension F of φ(x).
+    index_t feature_dim() const { return Map::feature_dim(m_); }
+    T input_scale() const { return input_scale_; }
+
+    /// Ω ∈ R^{d × num_features} (pairs: ω₁ in columns [0, m), ω₂ in [m, 2m)).
+    const xt::xtensor<T, 2>& omega() const { return omega_; }
+    /// The bias b ∈ R^m (empty for maps without one).
+    const xt::xtensor<T, 1>& bias() const { return bias_; }
+
+    /// Replaces Ω (learned or externally sampled frequencies).
+    void set_omega(const xt::xtensor<T, 2>& omega) {
+        const std::array<std::size_t, 2> want{std::size_t(cfg_.head_dim), std::size_t(cfg_.num_features)};
+        detail::require(omega.shape()[0] == want[0] && omega.shape()[1] == want[1], "omega",
+                        "shape " + detail::shape_text(want), detail::shape_text(omega.shape()));
+        detail::check_finite("omega", omega.data(), index_t(omega.size()));
+        omega_ = omega;
+    }
+    void set_bias(const xt::xtensor<T, 1>& bias) {
+        detail::require(map_traits::uses_bias, "bias", std::string("no bias: map '") + Map::name + "' has none",
+                        "a bias of size " + std::to_string(bias.size()));
+        detail::require(index_t(bias.size()) == m_, "bias", "size " + std::to_string(m_), bias.size());
+        detail::check_finite("bias", bias.data(), index_t(bias.size()));
+        bias_ = bias;
+    }
+
+    /// φ(s·x) for the rows of x [n, head_dim] → [n, feature_dim], the exact map (no
+    /// stabiliser), s = input_scale(). Attention equals Σ_j φ(q_i)ᵀφ(k_j)v_j / Σ_j φ(q_i)ᵀφ(k_j).
+    xt::xtensor<T, 2> features(const xt::xtensor<T, 2>& x) const {
+        detail::require(index_t(x.shape()[1]) == cfg_.head_dim && x.shape()[0] > 0, "x",
+                        "shape [n >= 1, head_dim = " + std::to_string(cfg_.head_dim) + "]",
+                        detail::shape_text(x.shape()));
+        if (cfg_.check_finite) detail::check_finite("x", x.data(), index_t(x.size()));
+        xt::xtensor<T, 2> phi = xt::xtensor<T, 2>::from_shape({x.shape()[0], std::size_t(feature_dim())});
+        detail::feature_problem<T> pb{spec(), x.data(), phi.data(), index_t(x.shape()[0]), input_scale_};
+        Backend::template features<Map>(pb);
+        return phi;
+    }
+
+    // ---- forward -------------------------------------------------------------------------
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
+                                 const xt::xtensor<T, R>& v) const {
+        return forward(q, k, v, false, {});
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 causal_t) const {
+        return forward(q, k, v, true, {});
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 key_lengths lengths) const {
+        return forward(q, k, v, false, lengths, true);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 causal_t, key_lengths lengths) const {
+        return forward(q, k, v, true, lengths, true);
+    }
+
+    // ---- backward ------------------------------------------------------------------------
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout) const {
+        return run_backward(q, k, v, dout, false, {});
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, causal_t) const {
+        return run_backward(q, k, v, dout, true, {});
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, key_lengths lengths) const {
+        return run_backward(q, k, v, dout, false, lengths, true);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, causal_t, key_lengths lengths) const {
+        return run_backward(q, k, v, dout, true, lengths, true);
+    }
+
+    // ---- recurrent decoding ---------------------------------------------------------------
+    /// Empty state for `batch × heads` sequences.
+    state initial_state(index_t batch = 1, index_t heads = 1) const {
+        detail::require(batch >= 1, "batch", ">= 1", batch);
+        detail::require(heads >= 1, "heads", ">= 1", heads);
+        const auto n = std::size_t(batch * heads), F = std::size_t(feature_dim()), dv = std::size_t(cfg_.value_dim);
+        return state{batch, heads, std::vector<double>(n * F * dv, 0.0), std::vector<double>(n * F, 0.0),
+                     std::vector<double>(n, 0.0), std::vector<index_t>(n, 0)};
+    }
+
+    /// Appends token t (k_t, v_t) to the state and returns the attention of q_t over all tokens
+    /// so far, equal to the causal forward at position t. Shapes [dim] (single sequence) or
+    /// [batch, heads, dim].
+    template <std::size_t R>
+    xt::xtensor<T, R> step(state& st, const xt::xtensor<T, R>& q_t, const xt::xtensor<T, R>& k_t,
+                           const xt::xtensor<T, R>& v_t) const {
+        static_assert(R == 1 || R == 3, "kattn::linear_attention::step: tokens are [dim] or [batch, heads, dim]");
+        const auto expect = [&](std::string_view arg, const auto& x, index_t dim) {
+            std::array<std::size_t, R> want{};
+            if constexpr (R == 3) want = {std::size_t(st.batch), std::size_t(st.heads), std::size_t(dim)};
+            else want = {std::size_t(dim)};
+            detail::require(st.batch * st.heads == 1 || R == 3, arg, "rank 3 [batch, heads, dim] for a batched state",
+                            "rank " + std::to_string(R));
+            bool ok = true;
+            for (std::size_t i = 0; i < R; ++i) ok = ok && x.shape()[i] == want[i];
+            detail::require(ok, arg, "shape " + detail::shape_text(want), detail::shape_text(x.shape()));
+            if (cfg_.check_finite) detail::check_finite(arg, x.data(), index_t(x.size()));
+        };
+        const index_t n = st.batch * st.heads, F = feature_dim();
+        detail::require(index_t(st.S.size()) == n * F * cfg_.value_dim && index_t(st.z.size()) == n * F, "state",
+                        "a state from this operator's initial_state()", "a state of another shape");
+        expect("q_t", q_t, cfg_.head_dim);
+        expect("k_t", k_t, cfg_.head_dim);
+        expect("v_t", v_t, cfg_.value_dim);
+        xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(v_t.shape());
+        detail::recurrent_state_view sv{st.S.data(), st.z.data(), st.C.data(), st.steps.data()};
+        Backend::template step<Map>(spec(), n, cfg_.value_dim, input_scale_, cfg_.eps, sv, q_t.data(), k_t.data(),
+                                    v_t.data(), out.data());
+        return out;
+    }
+
+private:
+    detail::spectral_view<T> spec() const {
+        return detail::spectral_view<T>{omega_.data(), map_traits::uses_bias ? bias_.data() : nullptr,
+                                        cfg_.head_dim, m_, params_};
+    }
+
+    template <std::size_t R>
+    detail::attention_problem<T> make_problem(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
+                                              const xt::xtensor<T, R>& v, bool causal, key_lengths lengths,
+                                              bool has_lengths) const {
+        static_assert(R == 2 || R == 4, "kattn::linear_attention: inputs are [length, dim] or "
+                                        "[batch, heads, length, dim]");
+        const auto a = detail::check_qkv(q.shape(), k.shape(), v.shape(), cfg_.head_dim, cfg_.value_dim);
+        if (causal)
+            detail::require(a.q_len == a.k_len, "k", "length equal to q's length " + std::to_string(a.q_len) +
+                                                         " (causal attention)", a.k_len);
+        if (has_lengths) detail::check_key_lengths(lengths, a);
+        if (cfg_.check_finite) {
+            detail::check_finite("q", q.data(), index_t(q.size()));
+            detail::check_finite("k", k.data(), index_t(k.size()));
+            detail::check_finite("v", v.data(), index_t(v.size()));
+        }
+        detail::attention_problem<T> pb;
+        pb.spec = spec();
+        pb.q = q.data();
+        pb.k = k.data();
+        pb.v = v.data();
+        pb.problems = a.problems();
+        pb.heads = a.heads;
+        pb.q_len = a.q_len;
+        pb.k_len = a.k_len;
+        pb.dv = a.v_dim;
+        pb.key_lengths = has_lengths ? lengths.data() : nullptr;
+        pb.causal = causal;
+        pb.input_scale = input_scale_;
+        pb.eps = cfg_.eps;
+        return pb;
+    }
+
+    template <std::size_t R>
+    xt::xtensor<T, R> forward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                              bool causal, key_lengths lengths, bool has_lengths = false) const {
+        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths);
+        auto shape = q.shape();
+        shape[R - 1] = v.shape()[R - 1];
+        xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(shape);
+        Backend::template forward<Map>(pb, out.data());
+        return out;
+    }
+
+    template <std::size_t R>
+    gradients<R> run_backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                              const xt::xtensor<T, R>& dout, bool causal, key_lengths lengths,
+                              bool has_lengths = false) const {
+        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths);
+        auto oshape = q.shape();
+        oshape[R - 1] = v.shape()[R - 1];
+        detail::require(std::equal(oshape.begin(), oshape.end(), dout.shape().begin()), "dout",
+                        "the output's shape " + detail::shape_text(oshape), detail::shape_text(dout.shape()));
+        if (cfg_.check_finite) detail::check_finite("dout", dout.data(), index_t(dout.size()));
+        gradients<R> g;
+        g.dq = xt::xtensor<T, R>::from_shape(q.shape());
+        g.dk = xt::xtensor<T, R>::from_shape(k.shape());
+        g.dv = xt::xtensor<T, R>::from_shape(v.shape());
+        g.d_omega = xt::xtensor<T, 2>::from_shape(omega_.shape());
+        g.d_bias = xt::xtensor<T, 1>::from_shape({map_traits::uses_bias ? std::size_t(m_) : std::size_t(0)});
+        detail::attention_gradients<T> gv{dout.data(), g.dq.data(), g.dk.data(), g.dv.data(), g.d_omega.data(),
+                                          map_traits::uses_bias ? g.d_bias.data() : nullptr};
+        Backend::template backward<Map>(pb, gv);
+        return g;
+    }
+
+    attention_config cfg_;
+    feature_params params_{};
+    index_t m_ = 0;
+    T input_scale_ = 1;
+    xt::xtensor<T, 2> omega_;
+    xt::xtensor<T, 1> bias_;
+};
+
+}  // namespace kattn

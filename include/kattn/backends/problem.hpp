@@ -1,0 +1,87 @@
+// kattn/backends/problem.hpp — the raw-pointer problem descriptions backends execute.
+//
+// Operators validate xtensor arguments at the API edge, then hand backends these plain
+// structs: contiguous row-major buffers, extents, the spectral parameters and options.
+// A problem is `problems = batch·heads` independent attention heads; head p belongs to
+// batch entry p / heads (used for key lengths).
+#pragma once
+
+#include "../core/config.hpp"
+#include "../features/feature_params.hpp"
+
+namespace kattn::detail {
+
+/// Spectral parameters and feature hyper-parameters of one operator.
+template <class T>
+struct spectral_view {
+    const T* omega = nullptr;  ///< d × P row-major, P = projection_dim(m)
+    const T* bias = nullptr;   ///< m entries, or nullptr when the map has no bias
+    index_t d = 0;             ///< input (head) dimension
+    index_t m = 0;             ///< num_features
+    feature_params params{};
+};
+
+/// φ of n rows of x (n × d) into phi (n × F), without stabiliser (the exact map).
+template <class T>
+struct feature_problem {
+    spectral_view<T> spec;
+    const T* x = nullptr;
+    T* phi = nullptr;
+    index_t n = 0;
+    T input_scale = 1;
+};
+
+/// Linear attention over `problems` heads; q: [problems, q_len, d], k: [problems,
+/// k_len, d], v: [problems, k_len, dv], out: [problems, q_len, dv].
+template <class T>
+struct attention_problem {
+    spectral_view<T> spec;
+    const T* q = nullptr;
+    const T* k = nullptr;
+    const T* v = nullptr;
+    index_t problems = 1, heads = 1, q_len = 0, k_len = 0, dv = 0;
+    const index_t* key_lengths = nullptr;  ///< per batch entry, or nullptr
+    bool causal = false;
+    T input_scale = 1;  ///< q and k are multiplied by this before the map
+    double eps = 1e-6;  ///< denominator guard
+
+    index_t valid_keys(index_t p) const { return key_lengths ? key_lengths[p / heads] : k_len; }
+};
+
+/// Outputs of a backward pass; d_omega (d × P) and d_bias (m) are overwritten with the
+/// sum over all heads; dq, dk, dv have the shapes of q, k, v.
+template <class T>
+struct attention_gradients {
+    const T* dout = nullptr;
+    T* dq = nullptr;
+    T* dk = nullptr;
+    T* dv = nullptr;
+    T* d_omega = nullptr;
+    T* d_bias = nullptr;
+};
+
+/// Recurrent decoding state of `problems` heads, kept in double: S (F × dv) and z (F)
+/// at the common key reference shift C (favor's running maximum), plus the step count.
+struct recurrent_state_view {
+    double* S = nullptr;
+    double* z = nullptr;
+    double* C = nullptr;
+    index_t* steps = nullptr;
+};
+
+/// Denominator guard: positive maps max(den, eps); signed maps sign(den)·max(|den|, eps).
+/// Returns the guarded value; `clamped` tells whether the guard replaced den.
+template <bool Positive, class A>
+inline A guard_denominator(A den, A eps, bool& clamped) {
+    if constexpr (Positive) {
+        clamped = !(den >= eps);
+        return clamped ? eps : den;
+    } else {
+        const A a = den < 0 ? -den : den;
+        clamped = !(a >= eps);
+        if (!clamped) return den;
+        return den < 0 ? -eps : eps;
+    }
+}
+
+}  // namespace kattn::detail

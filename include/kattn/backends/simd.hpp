@@ -1,0 +1,57 @@
+// kattn/backends/simd.hpp — the vectorised, multi-threaded CPU backend.
+//
+// xsimd batches for every element-wise step (exp, sin, cos, … via kattn::math on
+// batches), register-blocked tile products, OpenMP over batch×heads and, for a single
+// long sequence, over fixed token segments. Feature rows exist only one tile
+// (simd_impl::tile_rows tokens) at a time. Accumulation is in the input precision T.
+// Results are bitwise identical for any thread count: the work split and every
+// reduction order depend on the problem only.
+//
+// The instruction set is xsimd's default architecture for the compile flags
+// (`-march=native` in kattn's own tests and benchmarks; SSE2 baseline otherwise).
+// `step` (recurrent decoding) is inherited from the reference backend: one token
+// at a time has nothing to tile.
+#pragma once
+
+#include <xsimd/xsimd.hpp>
+
+#include "reference.hpp"
+#include "simd/linear_backward.hpp"
+#include "simd/linear_forward.hpp"
+
+namespace kattn::backends {
+
+struct simd : reference {
+    static constexpr const char* name = "simd";
+    struct backend_tag {};
+    using arch = xsimd::default_arch;
+
+    template <class Map, class T>
+    static void features(const detail::feature_problem<T>& pb) {
+        namespace si = detail::simd_impl;
+        const auto sp = si::spectral<T>::template make<Map>(pb.spec, pb.input_scale, false);
+        const index_t tiles = (pb.n + si::tile_rows - 1) / si::tile_rows;
+#pragma omp parallel
+        {
+            si::tile_worker<Map, T, arch> w(sp);
+#pragma omp for schedule(static)
+            for (index_t t = 0; t < tiles; ++t) {
+                const index_t r0 = t * si::tile_rows, n = std::min(si::tile_rows, pb.n - r0);
+                w.project(n, pb.x + r0 * sp.d, false);
+                w.activate(n, pb.phi + r0 * sp.F);
+            }
+        }
+    }
+
+    template <class Map, class T>
+    static void forward(const detail::attention_problem<T>& pb, T* out) {
+        detail::simd_impl::linear_forward<Map, T, arch>(pb, out);
+    }
+
+    template <class Map, class T>
+    static void backward(const detail::attention_problem<T>& pb, const detail::attention_gradients<T>& g) {
+        detail::simd_impl::linear_backward<Map, T, arch>(pb, g);
+    }
+};
+
+}  // namespace kattn::backends

@@ -1,0 +1,373 @@
+// kattn/backends/simd/linear_backward.hpp — tiled linear-attention backward pass.
+//
+// With G = ∂L/∂out, n_i = G_i/den_i, e_i = −(G_i·out_i)/den_i (0 where the guard clamped):
+//   ∂Φ_Q = n Sᵀ + e zᵀ,  ∂S = Φ_Qᵀ n,  ∂z = Φ_Qᵀ e,  ∂Φ_K,j = ∂S v_j + ∂z,  ∂V = Φ_K ∂S,
+// then the map's VJP per row gives ∂Q, ∂K, ∂Ω and ∂b. Non-causal: a key pass (S, z), a
+// query pass (∂Q, ∂S, ∂z), a key pass (∂K, ∂V). Causal: a forward-direction pass per tile
+// (intra-tile masked products plus the state) gives ∂Q and stores n, e and the running
+// shifts (O(L·d_v), never L×F); a reverse pass carries the suffix sums (∂S, ∂z) for ∂K,
+// ∂V. ∂Ω and ∂b are reduced over (head, segment) partials in a fixed order.
+#pragma once
+
+#include <vector>
+
+#include "linear_forward.hpp"
+
+namespace kattn::detail::simd_impl {
+
+/// earlier ← earlier ⊕ later for suffix sums whose reference shift is the earliest
+/// query's (later states have larger C, so the factor e^{C_early − C_late} ≤ 1).
+template <class T>
+void combine_suffix(key_state<T>& earlier, const key_state<T>& later) {
+    if (later.empty) return;
+    if (earlier.empty) {
+        earlier = later;
+        return;
+    }
+    const T r = std::exp(earlier.C - later.C);
+    for (std::size_t i = 0; i < earlier.S.size(); ++i) earlier.S[i] += r * later.S[i];
+    for (std::size_t i = 0; i < earlier.z.size(); ++i) earlier.z[i] += r * later.z[i];
+}
+
+template <class Map, class T, class Arch>
+struct backward_kernels {
+    using fwd = forward_kernels<Map, T, Arch>;
+    using worker = tile_worker<Map, T, Arch>;
+    using ops = simd_ops<Arch>;
+
+    /// Per-item partial sums of the parameter gradients.
+    struct param_grads {
+        std::vector<T> d_omega, d_bias;
+        param_grads(const spectral<T>& sp)
+            : d_omega(sz(sp.d * sp.P), T(0)), d_bias(sz(sp.m), T(0)) {}
+    };
+
+    /// n_r, e_r of one row from its numerator and raw denominator; returns e_r.
+    static T row_upstream(const attention_problem<T>& pb, const T* G, const T* num, T den_raw, T* nrow) {
+        bool cl = false;
+        const T den = guard_denominator<Map::is_positive>(den_raw, T(pb.eps), cl);
+        const T inv = T(1) / den;
+        T ge = 0;
+        for (index_t c = 0; c < pb.dv; ++c) {
+            nrow[c] = G[c] * inv;
+            ge += G[c] * num[c] * inv;
+        }
+        return cl ? T(0) : -ge * inv;
+    }
+
+    /// Non-causal query pass over [i0, i1): ∂Q rows, and ∂S, ∂z, parameter partials.
+    static void query_pass(worker& w, const attention_problem<T>& pb, const attention_gradients<T>& g, index_t p,
+                           index_t i0, index_t i1, const key_state<T>& st, const std::vector<T>& St, key_state<T>& dst,
+                           param_grads& pg) {
+        const auto& sp = w.sp;
+        const index_t F = sp.F, dv = pb.dv;
+        std::vector<T> num(sz(tile_rows * dv)), nb(sz(tile_rows * dv)), e(sz(tile_rows)),
+            dph(sz(tile_rows * F));
+        for (index_t i = i0; i < i1; i += tile_rows) {
+            const index_t n = std::min(tile_rows, i1 - i);
+            w.project(n, pb.q + (p * pb.q_len + i) * sp.d, true);
+            w.activate(n, w.phi.data());
+            gemm_nn<Arch>(n, dv, F, w.phi.data(), F, st.S.data(), dv, num.data(), dv, false);
+            for (index_t r = 0; r < n; ++r)
+                e[r] = row_upstream(pb, g.dout + (p * pb.q_len + i + r) * dv, &num[r * dv],
+                                    ops::dot(F, &w.phi[r * F], st.z.data()), &nb[r * dv]);
+            gemm_nn<Arch>(n, F, dv, nb.data(), dv, St.data(), F, dph.data(), F, false);
+            for (index_t r = 0; r < n; ++r)
+                for (index_t f = 0; f < F; ++f) {
+                    dph[r * F + f] += e[r] * st.z[f];
+                    dst.z[f] += w.phi[r * F + f] * e[r];
+                }
+            gemm_tn<Arch>(F, dv, n, w.phi.data(), F, nb.data(), dv, dst.S.data(), dv, true);
+            w.vjp(n, w.phi.data(), dph.data(), pg.d_bias.data());
+            w.input_grads(n, g.dq + (p * pb.q_len + i) * sp.d, pg.d_omega.data());
+        }
+    }
+
+    /// Non-causal key pass over valid keys [j0, j1): ∂K, ∂V rows from ∂S, ∂z.
+    static void key_pass(worker& w, const attention_problem<T>& pb, const attention_gradients<T>& g, index_t p,
+                         index_t j0, index_t j1, T C, const key_state<T>& dst, const std::vector<T>& dSt,
+                         param_grads& pg) {
+        const auto& sp = w.sp;
+        const index_t F = sp.F, dv = pb.dv;
+        std::vector<T> dph(sz(tile_rows * F));
+        for (index_t j = j0; j < j1; j += tile_rows) {
+            const index_t n = std::min(tile_rows, j1 - j);
+            const T* Vt = pb.v + (p * pb.k_len + j) * dv;
+            w.project(n, pb.k + (p * pb.k_len + j) * sp.d, false);
+            w.activate(n, w.phi.data(), true, C);
+            gemm_nn<Arch>(n, F, dv, Vt, dv, dSt.data(), F, dph.data(), F, false);
+            for (index_t r = 0; r < n; ++r)
+                for (index_t f = 0; f < F; ++f) dph[r * F + f] += dst.z[f];
+            gemm_nn<Arch>(n, dv, F, w.phi.data(), F, dst.S.data(), dv, g.dv + (p * pb.k_len + j) * dv, dv, false);
+            w.vjp(n, w.phi.data(), dph.data(), pg.d_bias.data(), true, C);
+            w.input_grads(n, g.dk + (p * pb.k_len + j) * sp.d, pg.d_omega.data());
+        }
+    }
+
+    /// Buffers of the causal backward tiles.
+    struct causal_bufs {
+        typename fwd::causal_tile ct;
+        std::vector<T> Bm, Vt, St, tmp, dph, dvb;
+        causal_bufs(index_t F, index_t dv)
+            : ct(F, dv), Bm(sz(tile_rows * tile_rows)), Vt(sz(tile_rows * dv)),
+              St(sz(F * dv)), tmp(sz(tile_rows * F)), dph(sz(tile_rows * F)),
+              dvb(sz(tile_rows * dv)) {}
+    };
+
+    /// Bm[r][c] = [c ≤ r]·w_rc·(n_r·v_c + e_r), w_rc = e^{c_c − C_r}.
+    static void intra_upstream(causal_bufs& b, const attention_problem<T>& pb, index_t p, index_t i, index_t n,
+                               index_t nvalid, const T* nb, const T* e) {
+        if (nvalid == 0) return;
+        const index_t dv = pb.dv;
+        transpose(nvalid, dv, pb.v + (p * pb.k_len + i) * dv, dv, b.Vt.data(), nvalid);
+        gemm_nn<Arch>(n, nvalid, dv, nb, dv, b.Vt.data(), nvalid, b.Bm.data(), nvalid, false);
+        for (index_t r = 0; r < n; ++r)
+            for (index_t c = 0; c < nvalid; ++c) {
+                T& x = b.Bm[r * nvalid + c];
+                if (c > r) x = 0;
+                else {
+                    x += e[r];
+                    if constexpr (Map::has_stabiliser) x *= std::exp(b.ct.ck[c] - b.ct.Ci[r]);
+                }
+            }
+    }
+
+    /// Causal forward-direction pass over [i0, i1): stores n, e, C_i; ∂Q rows; and (when
+    /// `totals`) the segment's query sums at the reference shift of its first query.
+    static void causal_query_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<T>& pb,
+                                  const attention_gradients<T>& g, index_t p, index_t i0, index_t i1,
+                                  key_state<T>& st, T* nb_all, T* e_all, T* C_all, key_state<T>* totals,
+                                  param_grads& pg) {
+        const auto& sp = wq.sp;
+        const index_t F = sp.F, dv = pb.dv;
+        auto& ct = b.ct;
+        for (index_t i = i0; i < i1; i += tile_rows) {
+            const index_t n = std::min(tile_rows, i1 - i);
+            const index_t nvalid = fwd::causal_scores(wq, wk, ct, pb, p, i, n, st);
+            T* nb = nb_all + i * dv;
+            T* e = e_all + i;
+            std::fill(ct.num.begin(), ct.num.end(), T(0));
+            if (nvalid > 0)
+                gemm_nn<Arch>(n, dv, nvalid, ct.A.data(), nvalid, pb.v + (p * pb.k_len + i) * dv, dv, ct.num.data(),
+                              dv, false);
+            if (!st.empty) gemm_nn<Arch>(n, dv, F, wq.phi.data(), F, st.S.data(), dv, ct.tmp.data(), dv, false);
+            for (index_t r = 0; r < n; ++r) {
+                T den = 0;
+                for (index_t c = 0; c < nvalid; ++c) den += ct.A[r * nvalid + c];
+                if (!st.empty) {
+                    const T f = fwd::state_factor(st, ct, r);
+                    den += f * ops::dot(F, &wq.phi[r * F], st.z.data());
+                    for (index_t c = 0; c < dv; ++c) ct.num[r * dv + c] += f * ct.tmp[r * dv + c];
+                }
+                e[r] = row_upstream(pb, g.dout + (p * pb.q_len + i + r) * dv, &ct.num[r * dv], den, &nb[r * dv]);
+                C_all[i + r] = ct.Ci[r];
+            }
+            // ∂Φ_Q = Bm Φ̂_K + f·(n Sᵀ + e zᵀ)
+            intra_upstream(b, pb, p, i, n, nvalid, nb, e);
+            std::fill(b.dph.begin(), b.dph.end(), T(0));
+            if (nvalid > 0)
+                gemm_nn<Arch>(n, F, nvalid, b.Bm.data(), nvalid, ct.phk.data(), F, b.dph.data(), F, false);
+            if (!st.empty) {
+                transpose(F, dv, st.S.data(), dv, b.St.data(), F);
+                gemm_nn<Arch>(n, F, dv, nb, dv, b.St.data(), F, b.tmp.data(), F, false);
+                for (index_t r = 0; r < n; ++r) {
+                    const T f = fwd::state_factor(st, ct, r);
+                    for (index_t fi = 0; fi < F; ++fi) b.dph[r * F + fi] += f * (b.tmp[r * F + fi] + e[r] * st.z[fi]);
+                }
+            }
+            wq.vjp(n, wq.phi.data(), b.dph.data(), pg.d_bias.data());
+            wq.input_grads(n, g.dq + (p * pb.q_len + i) * sp.d, pg.d_omega.data());
+            if (totals) {
+                if (totals->empty) totals->C = C_all[i0];
+                add_query_rows(wq.phi.data(), n, F, dv, nb, e, &C_all[i], *totals);
+            }
+            fwd::causal_update(pb, p, i, nvalid, F, ct, st);
+        }
+    }
+
+    /// D += Σ_r e^{C_D − C_r} φ_q,r n_rᵀ, dz likewise (scales the rows of ph in place).
+    static void add_query_rows(T* ph, index_t n, index_t F, index_t dv, const T* nb, const T* e, const T* C,
+                               key_state<T>& D) {
+        for (index_t r = 0; r < n; ++r) {
+            T h = 1;
+            if constexpr (Map::has_stabiliser) h = std::exp(D.C - C[r]);
+            for (index_t f = 0; f < F; ++f) {
+                ph[r * F + f] *= h;
+                D.z[f] += ph[r * F + f] * e[r];
+            }
+        }
+        gemm_tn<Arch>(F, dv, n, ph, F, nb, dv, D.S.data(), dv, true);
+        D.empty = false;
+    }
+
+    /// Causal reverse pass over [i0, i1), starting from the suffix sums D of later
+    /// positions: ∂K, ∂V rows and parameter partials.
+    static void causal_key_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<T>& pb,
+                                const attention_gradients<T>& g, index_t p, index_t i0, index_t i1, key_state<T>& D,
+                                const T* nb_all, const T* e_all, const T* C_all, param_grads& pg) {
+        const auto& sp = wq.sp;
+        const index_t F = sp.F, dv = pb.dv, d = sp.d;
+        auto& ct = b.ct;
+        if (i1 <= i0) return;
+        const key_state<T> none(0, 0);
+        const index_t last = i0 + ((i1 - i0 - 1) / tile_rows) * tile_rows;
+        for (index_t i = last; i >= i0; i -= tile_rows) {
+            const index_t n = std::min(tile_rows, i1 - i);
+            const index_t nvalid = fwd::causal_scores(wq, wk, ct, pb, p, i, n, none, C_all + i);
+            const T* nb = nb_all + i * dv;
+            const T* e = e_all + i;
+            intra_upstream(b, pb, p, i, n, nvalid, nb, e);
+            if (nvalid > 0) {
+                gemm_tn<Arch>(nvalid, F, n, b.Bm.data(), nvalid, wq.phi.data(), F, b.dph.data(), F, false);
+                gemm_tn<Arch>(nvalid, dv, n, ct.A.data(), nvalid, nb, dv, b.dvb.data(), dv, false);
+                if (!D.empty) {
+                    transpose(F, dv, D.S.data(), dv, b.St.data(), F);
+                    gemm_nn<Arch>(nvalid, F, dv, pb.v + (p * pb.k_len + i) * dv, dv, b.St.data(), F, b.tmp.data(), F,
+                                  false);
+                    gemm_nn<Arch>(nvalid, dv, F, ct.phk.data(), F, D.S.data(), dv, ct.tmp.data(), dv, false);
+                    for (index_t c = 0; c < nvalid; ++c) {
+                        T gc = 1;
+                        if constexpr (Map::has_stabiliser) gc = std::exp(ct.ck[c] - D.C);
+                        for (index_t f = 0; f < F; ++f) b.dph[c * F + f] += gc * (b.tmp[c * F + f] + D.z[f]);
+                        for (index_t k = 0; k < dv; ++k) b.dvb[c * dv + k] += gc * ct.tmp[c * dv + k];
+                    }
+                }
+                wk.vjp(nvalid, ct.phk.data(), b.dph.data(), pg.d_bias.data());
+                wk.input_grads(nvalid, g.dk + (p * pb.k_len + i) * d, pg.d_omega.data());
+                std::copy_n(b.dvb.data(), nvalid * dv, g.dv + (p * pb.k_len + i) * dv);
+            }
+            for (index_t r = nvalid; r < n; ++r) {
+                std::fill_n(g.dk + (p * pb.k_len + i + r) * d, d, T(0));
+                std::fill_n(g.dv + (p * pb.k_len + i + r) * dv, dv, T(0));
+            }
+            // Move D's reference to this tile's first query and add the tile's queries.
+            if constexpr (Map::has_stabiliser) {
+                if (!D.empty) D.rescale(std::exp(C_all[i] - D.C));
+                D.C = C_all[i];
+            }
+            add_query_rows(wq.phi.data(), n, F, dv, nb, e, C_all + i, D);
+        }
+    }
+};
+
+template <class Map, class T, class Arch>
+void linear_backward(const attention_problem<T>& pb, const attention_gradients<T>& g) {
+    using K = backward_kernels<Map, T, Arch>;
+    using pgrads = typename K::param_grads;
+    const auto sp = spectral<T>::template make<Map>(pb.spec, pb.input_scale, true);
+    const index_t nseg = segments_for(pb.problems, std::max(pb.q_len, pb.k_len));
+    const index_t items = pb.problems * nseg, F = sp.F, dv = pb.dv;
+    const std::size_t n_items = static_cast<std::size_t>(items);
+    std::vector<pgrads> qpart(n_items, pgrads{sp}), kpart(n_items, pgrads{sp});
+    auto seg = [&](index_t len, index_t s) { return split_point(len, nseg, s); };
+
+    if (!pb.causal) {
+        auto st = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+        std::vector<key_state<T>> dst(sz(items), key_state<T>(F, dv));
+        std::vector<std::vector<T>> St(sz(pb.problems), std::vector<T>(sz(F * dv)));
+        for (index_t p = 0; p < pb.problems; ++p) {
+            for (index_t s = 1; s < nseg; ++s) st[sz(p * nseg)].merge(st[sz(p * nseg + s)]);
+            transpose(F, dv, st[sz(p * nseg)].S.data(), dv, St[sz(p)].data(), F);
+        }
+#pragma omp parallel
+        {
+            tile_worker<Map, T, Arch> w(sp);
+#pragma omp for schedule(static)
+            for (index_t it = 0; it < items; ++it) {
+                const index_t p = it / nseg, s = it % nseg;
+                K::query_pass(w, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), st[sz(p * nseg)],
+                              St[sz(p)], dst[sz(it)], qpart[sz(it)]);
+            }
+        }
+        for (index_t p = 0; p < pb.problems; ++p) {
+            auto& h = dst[sz(p * nseg)];
+            for (index_t s = 1; s < nseg; ++s) {
+                const auto& o = dst[sz(p * nseg + s)];
+                for (std::size_t i = 0; i < h.S.size(); ++i) h.S[i] += o.S[i];
+                for (std::size_t i = 0; i < h.z.size(); ++i) h.z[i] += o.z[i];
+            }
+            transpose(F, dv, h.S.data(), dv, St[sz(p)].data(), F);
+        }
+#pragma omp parallel
+        {
+            tile_worker<Map, T, Arch> w(sp);
+#pragma omp for schedule(static)
+            for (index_t it = 0; it < items; ++it) {
+                const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
+                const index_t a = std::min(nk, seg(pb.k_len, s)), b = std::min(nk, seg(pb.k_len, s + 1));
+                K::key_pass(w, pb, g, p, a, b, st[sz(p * nseg)].C, dst[sz(p * nseg)],
+                            St[sz(p)], kpart[sz(it)]);
+                // padded keys get zero gradients
+                const index_t pa = std::max(nk, seg(pb.k_len, s)), pbnd = seg(pb.k_len, s + 1);
+                for (index_t j = pa; j < pbnd; ++j) {
+                    std::fill_n(g.dk + (p * pb.k_len + j) * sp.d, sp.d, T(0));
+                    std::fill_n(g.dv + (p * pb.k_len + j) * dv, dv, T(0));
+                }
+            }
+        }
+    } else {
+        // Pass 0: key totals per segment → the state each segment starts from.
+        std::vector<key_state<T>> init(sz(items), key_state<T>(F, dv));
+        if (nseg > 1) {
+            auto tot = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+            for (index_t p = 0; p < pb.problems; ++p)
+                for (index_t s = 1; s < nseg; ++s) {
+                    init[sz(p * nseg + s)] = init[sz(p * nseg + s - 1)];
+                    init[sz(p * nseg + s)].merge(tot[sz(p * nseg + s - 1)]);
+                }
+        }
+        std::vector<T> nb_all(sz(pb.problems * pb.q_len * dv)), e_all(sz(pb.problems * pb.q_len)),
+            C_all(sz(pb.problems * pb.q_len));
+        std::vector<key_state<T>> qtot(sz(items), key_state<T>(nseg > 1 ? F : 0, nseg > 1 ? dv : 0));
+        // Pass 1: forward direction (∂Q, n, e, C).
+#pragma omp parallel
+        {
+            tile_worker<Map, T, Arch> wq(sp), wk(sp);
+            typename K::causal_bufs b(F, dv);
+#pragma omp for schedule(static)
+            for (index_t it = 0; it < items; ++it) {
+                const index_t p = it / nseg, s = it % nseg;
+                const index_t off = p * pb.q_len;
+                K::causal_query_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1),
+                                     init[sz(it)], nb_all.data() + off * dv, e_all.data() + off,
+                                     C_all.data() + off, nseg > 1 ? &qtot[sz(it)] : nullptr,
+                                     qpart[sz(it)]);
+            }
+        }
+        // Suffix sums: segment s starts its reverse pass from the queries of segments > s.
+        std::vector<key_state<T>> D(sz(items), key_state<T>(F, dv));
+        for (index_t p = 0; p < pb.problems; ++p)
+            for (index_t s = nseg - 2; s >= 0; --s) {
+                key_state<T> acc = qtot[sz(p * nseg + s + 1)];
+                combine_suffix(acc, D[sz(p * nseg + s + 1)]);
+                D[sz(p * nseg + s)] = acc;
+            }
+        // Pass 2: reverse (∂K, ∂V).
+#pragma omp parallel
+        {
+            tile_worker<Map, T, Arch> wq(sp), wk(sp);
+            typename K::causal_bufs b(F, dv);
+#pragma omp for schedule(static)
+            for (index_t it = 0; it < items; ++it) {
+                const index_t p = it / nseg, s = it % nseg;
+                const index_t off = p * pb.q_len;
+                K::causal_key_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), D[sz(it)],
+                                   nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off,
+                                   kpart[sz(it)]);
+            }
+        }
+    }
+    // Fixed-order reduction of the parameter gradients.
+    const index_t no = sp.d * sp.P;
+    if (g.d_omega) std::fill_n(g.d_omega, no, T(0));
+    if (g.d_bias) std::fill_n(g.d_bias, sp.m, T(0));
+    for (index_t it = 0; it < items; ++it)
+        for (const auto* part : {&qpart[sz(it)], &kpart[sz(it)]}) {
+            if (g.d_omega)
+                for (index_t i = 0; i < no; ++i) g.d_omega[i] += part->d_omega[sz(i)];
+            if (g.d_bias)
+                for (index_t i = 0; i < sp.m; ++i) g.d_bias[i] += part->d_bias[sz(i)];
+        }
+}
+
+}  // namespace kattn::detail::simd_impl

@@ -1,0 +1,231 @@
+// kattn/backends/simd/linear_forward.hpp — tiled, fused linear-attention forward pass.
+//
+// Non-causal: keys are streamed tile by tile into (S, z) (projection → activation →
+// Φᵀ[V, 1]); queries then stream through out = ΦS / Φz. Causal: the chunked algorithm —
+// per tile, an intra-tile masked product (Φ_Q Φ_Kᵀ ⊙ mask)·V plus the inter-tile state
+// from earlier tiles, then the tile's keys are added to the state. Only one tile of
+// feature rows exists at a time. A single long head is split into a fixed number of
+// segments whose partial states are combined in order (results independent of threads).
+#pragma once
+
+#include <limits>
+#include <vector>
+
+#include "tile.hpp"
+
+namespace kattn::detail::simd_impl {
+
+template <class Map, class T, class Arch>
+struct forward_kernels {
+    using worker = tile_worker<Map, T, Arch>;
+    using ops = simd_ops<Arch>;
+
+    /// Adds keys [j0, j1) of head p (all valid) to st.
+    static void accumulate_keys(worker& w, const attention_problem<T>& pb, index_t p, index_t j0, index_t j1,
+                                key_state<T>& st) {
+        const auto& sp = w.sp;
+        const T* K = pb.k + p * pb.k_len * sp.d;
+        const T* Vv = pb.v + p * pb.k_len * pb.dv;
+        for (index_t j = j0; j < j1; j += tile_rows) {
+            const index_t n = std::min(tile_rows, j1 - j);
+            w.project(n, K + j * sp.d, true);
+            if constexpr (Map::has_stabiliser) {
+                T tmax = w.shift[0];
+                for (index_t r = 1; r < n; ++r) tmax = std::max(tmax, w.shift[r]);
+                st.raise_to(st.empty ? tmax : std::max(st.C, tmax));
+            }
+            w.activate(n, w.phi.data(), true, st.C);
+            contract<Arch>(n, sp.F, pb.dv, w.phi.data(), Vv + j * pb.dv, st.S.data(), st.z.data());
+            st.empty = false;
+        }
+    }
+
+    /// out_i = φ(q_i)ᵀS / guard(φ(q_i)ᵀz) for queries [i0, i1); optional per-row outputs
+    /// of the guarded denominator and the clamped flag.
+    static void emit(worker& w, const attention_problem<T>& pb, index_t p, index_t i0, index_t i1,
+                     const key_state<T>& st, T* out, std::vector<T>& num) {
+        const auto& sp = w.sp;
+        const T* Q = pb.q + p * pb.q_len * sp.d;
+        T* O = out + p * pb.q_len * pb.dv;
+        num.resize(sz(tile_rows * pb.dv));
+        for (index_t i = i0; i < i1; i += tile_rows) {
+            const index_t n = std::min(tile_rows, i1 - i);
+            w.project(n, Q + i * sp.d, true);
+            w.activate(n, w.phi.data());
+            gemm_nn<Arch>(n, pb.dv, sp.F, w.phi.data(), sp.F, st.S.data(), pb.dv, num.data(), pb.dv, false);
+            for (index_t r = 0; r < n; ++r) {
+                bool cl = false;
+                const T den = guard_denominator<Map::is_positive>(ops::dot(sp.F, &w.phi[r * sp.F], st.z.data()),
+                                                                  T(pb.eps), cl);
+                const T inv = T(1) / den;
+                for (index_t c = 0; c < pb.dv; ++c) O[(i + r) * pb.dv + c] = num[r * pb.dv + c] * inv;
+            }
+        }
+    }
+
+    /// Buffers of one causal tile: key features, intra-tile scores, numerators.
+    struct causal_tile {
+        std::vector<T> phk, kt, A, num, tmp, ck, Ci;
+        causal_tile(index_t F, index_t dv)
+            : phk(sz(tile_rows * F)), kt(sz(tile_rows * F)), A(sz(tile_rows * tile_rows)),
+              num(sz(tile_rows * dv)), tmp(sz(tile_rows * dv)), ck(sz(tile_rows)),
+              Ci(sz(tile_rows)) {}
+    };
+
+    /// Computes the causal tile [i, i+n) of head p: key features (own shifts) into
+    /// ct.phk, the running shifts ct.Ci, query features into wq.phi, and the masked,
+    /// weighted intra-tile score matrix ct.A (n × nvalid). Returns nvalid.
+    /// When `known_Ci` is given (backward recomputation) the running shifts are read
+    /// from it instead of being derived from st.
+    static index_t causal_scores(worker& wq, worker& wk, causal_tile& ct, const attention_problem<T>& pb, index_t p,
+                                 index_t i, index_t n, const key_state<T>& st, const T* known_Ci = nullptr) {
+        const auto& sp = wq.sp;
+        const index_t nvalid = std::clamp<index_t>(pb.valid_keys(p) - i, 0, n);
+        wk.project(n, pb.k + (p * pb.k_len + i) * sp.d, true);
+        wk.activate(nvalid, ct.phk.data());
+        T Cr = st.empty ? -std::numeric_limits<T>::infinity() : st.C;
+        for (index_t r = 0; r < n; ++r) {
+            ct.ck[r] = wk.shift[r];
+            if constexpr (Map::has_stabiliser)
+                if (r < nvalid) Cr = std::max(Cr, ct.ck[r]);
+            ct.Ci[r] = known_Ci ? known_Ci[r] : Map::has_stabiliser ? Cr : T(0);
+        }
+        wq.project(n, pb.q + (p * pb.q_len + i) * sp.d, true);
+        wq.activate(n, wq.phi.data());
+        if (nvalid > 0) {
+            transpose(nvalid, sp.F, ct.phk.data(), sp.F, ct.kt.data(), nvalid);
+            gemm_nn<Arch>(n, nvalid, sp.F, wq.phi.data(), sp.F, ct.kt.data(), nvalid, ct.A.data(), nvalid, false);
+            for (index_t r = 0; r < n; ++r)
+                for (index_t c = 0; c < nvalid; ++c) {
+                    T& a = ct.A[r * nvalid + c];
+                    if (c > r) a = 0;
+                    else if constexpr (Map::has_stabiliser) a *= std::exp(ct.ck[c] - ct.Ci[r]);
+                }
+        }
+        return nvalid;
+    }
+
+    /// Inter-tile factor e^{C_state − C_i} for query row r.
+    static T state_factor(const key_state<T>& st, const causal_tile& ct, index_t r) {
+        if constexpr (Map::has_stabiliser) return std::exp(st.C - ct.Ci[r]);
+        else return T(1);
+    }
+
+    /// Adds the tile's valid keys (features at own shifts in ct.phk) to st.
+    static void causal_update(const attention_problem<T>& pb, index_t p, index_t i, index_t nvalid, index_t F,
+                              causal_tile& ct, key_state<T>& st) {
+        if (nvalid == 0) return;
+        if constexpr (Map::has_stabiliser) {
+            const T Cn = ct.Ci[nvalid - 1];
+            st.raise_to(Cn);
+            for (index_t r = 0; r < nvalid; ++r) {
+                const T w = std::exp(ct.ck[r] - Cn);
+                for (index_t f = 0; f < F; ++f) ct.phk[r * F + f] *= w;
+            }
+        }
+        contract<Arch>(nvalid, F, pb.dv, ct.phk.data(), pb.v + (p * pb.k_len + i) * pb.dv, st.S.data(), st.z.data());
+        st.empty = false;
+    }
+
+    /// Causal attention for positions [i0, i1) of head p, starting from st (the keys
+    /// before i0), which is advanced to include the keys of the range.
+    static void causal(worker& wq, worker& wk, const attention_problem<T>& pb, index_t p, index_t i0, index_t i1,
+                       key_state<T>& st, T* out) {
+        const auto& sp = wq.sp;
+        const index_t F = sp.F, dv = pb.dv;
+        causal_tile ct(F, dv);
+        T* O = out + p * pb.q_len * dv;
+        for (index_t i = i0; i < i1; i += tile_rows) {
+            const index_t n = std::min(tile_rows, i1 - i);
+            const index_t nvalid = causal_scores(wq, wk, ct, pb, p, i, n, st);
+            std::fill(ct.num.begin(), ct.num.end(), T(0));
+            if (nvalid > 0)
+                gemm_nn<Arch>(n, dv, nvalid, ct.A.data(), nvalid, pb.v + (p * pb.k_len + i) * dv, dv, ct.num.data(),
+                              dv, false);
+            if (!st.empty)
+                gemm_nn<Arch>(n, dv, F, wq.phi.data(), F, st.S.data(), dv, ct.tmp.data(), dv, false);
+            for (index_t r = 0; r < n; ++r) {
+                T den = 0;
+                for (index_t c = 0; c < nvalid; ++c) den += ct.A[r * nvalid + c];
+                if (!st.empty) {
+                    const T f = state_factor(st, ct, r);
+                    den += f * ops::dot(F, &wq.phi[r * F], st.z.data());
+                    for (index_t c = 0; c < dv; ++c) ct.num[r * dv + c] += f * ct.tmp[r * dv + c];
+                }
+                bool cl = false;
+                den = guard_denominator<Map::is_positive>(den, T(pb.eps), cl);
+                const T inv = T(1) / den;
+                for (index_t c = 0; c < dv; ++c) O[(i + r) * dv + c] = ct.num[r * dv + c] * inv;
+            }
+            causal_update(pb, p, i, nvalid, F, ct, st);
+        }
+    }
+};
+
+/// Key states of every (head, segment): segment s of head p covers the valid keys in
+/// [split(s), split(s+1)) of the split of `length`.
+template <class Map, class T, class Arch>
+std::vector<key_state<T>> segment_key_states(const spectral<T>& sp, const attention_problem<T>& pb, index_t nseg,
+                                             index_t length) {
+    using K = forward_kernels<Map, T, Arch>;
+    const index_t items = pb.problems * nseg;
+    std::vector<key_state<T>> states(sz(items), key_state<T>(sp.F, pb.dv));
+#pragma omp parallel
+    {
+        tile_worker<Map, T, Arch> w(sp);
+#pragma omp for schedule(static)
+        for (index_t it = 0; it < items; ++it) {
+            const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
+            const index_t a = std::min(nk, split_point(length, nseg, s)), b = std::min(nk, split_point(length, nseg, s + 1));
+            K::accumulate_keys(w, pb, p, a, b, states[sz(it)]);
+        }
+    }
+    return states;
+}
+
+template <class Map, class T, class Arch>
+void linear_forward(const attention_problem<T>& pb, T* out) {
+    using K = forward_kernels<Map, T, Arch>;
+    const auto sp = spectral<T>::template make<Map>(pb.spec, pb.input_scale, false);
+    const index_t nseg = segments_for(pb.problems, std::max(pb.q_len, pb.k_len));
+    const index_t items = pb.problems * nseg;
+    if (!pb.causal) {
+        auto states = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+        for (index_t p = 0; p < pb.problems; ++p)
+            for (index_t s = 1; s < nseg; ++s) states[sz(p * nseg)].merge(states[sz(p * nseg + s)]);
+#pragma omp parallel
+        {
+            tile_worker<Map, T, Arch> w(sp);
+            std::vector<T> num;
+#pragma omp for schedule(static)
+            for (index_t it = 0; it < items; ++it) {
+                const index_t p = it / nseg, s = it % nseg;
+                K::emit(w, pb, p, split_point(pb.q_len, nseg, s), split_point(pb.q_len, nseg, s + 1),
+                        states[sz(p * nseg)], out, num);
+            }
+        }
+        return;
+    }
+    // Causal: segment s starts from the merged key states of segments < s.
+    std::vector<key_state<T>> init(sz(items), key_state<T>(sp.F, pb.dv));
+    if (nseg > 1) {
+        auto totals = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+        for (index_t p = 0; p < pb.problems; ++p)
+            for (index_t s = 1; s < nseg; ++s) {
+                init[sz(p * nseg + s)] = init[sz(p * nseg + s - 1)];
+                init[sz(p * nseg + s)].merge(totals[sz(p * nseg + s - 1)]);
+            }
+    }
+#pragma omp parallel
+    {
+        tile_worker<Map, T, Arch> wq(sp), wk(sp);
+#pragma omp for schedule(static)
+        for (index_t it = 0; it < items; ++it) {
+            const index_t p = it / nseg, s = it % nseg;
+            K::causal(wq, wk, pb, p, split_point(pb.q_len, nseg, s), split_point(pb.q_len, nseg, s + 1),
+                      init[sz(it)], out);
+        }
+    }
+}
+
+}  // namespace kattn::detail::simd_impl

@@ -1,0 +1,40 @@
+// kattn/core/row_ops.hpp — the scalar row-operation policy.
+//
+// Feature maps are written against a small "row ops" interface so that one definition
+// serves the scalar reference backend and the vectorised simd backend:
+//   Ops::transform(n, out, f, in...)   out[i] = f(in[i]...), f generic over scalar/batch
+//   Ops::sum(n, x), Ops::max(n, x), Ops::dot(n, x, y)   row reductions in a fixed order
+// `scalar_ops` calls f with scalars; `simd_ops<Arch>` (backends/simd/row_ops.hpp) with
+// xsimd batches and a scalar tail.
+#pragma once
+
+#include "config.hpp"
+
+namespace kattn::detail {
+
+struct scalar_ops {
+    template <class T, class F, class... In>
+    static void transform(index_t n, T* out, F&& f, const In*... in) {
+        for (index_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(in[i]...));
+    }
+    template <class T>
+    static T sum(index_t n, const T* x) {
+        T s = 0;
+        for (index_t i = 0; i < n; ++i) s += x[i];
+        return s;
+    }
+    template <class T>
+    static T max(index_t n, const T* x) {
+        T s = x[0];
+        for (index_t i = 1; i < n; ++i) s = x[i] > s ? x[i] : s;
+        return s;
+    }
+    template <class T>
+    static T dot(index_t n, const T* x, const T* y) {
+        T s = 0;
+        for (index_t i = 0; i < n; ++i) s += x[i] * y[i];
+        return s;
+    }
+};
+
+}  // namespace kattn::detail

@@ -1,0 +1,83 @@
+// kattn/features/elu.hpp — ELU+1 positive features (linear transformer; Coulomb model).
+//
+//   φ(x) = renorm(max(1 + ELU(u/τ + b), floor)),   u = Ωᵀx,   b ∈ R^m,   dim φ = m
+//
+// b is a learnable bias initialised to 0. The classic linear-transformer map
+// ELU(x) + 1 (Katharopoulos et al.) is this map with the `identity` sampler, τ = 1,
+// floor = 0 and renormalize = false. Default sampler: gaussian.
+#pragma once
+
+#include <cstdint>
+
+#include "../core/math.hpp"
+#include "feature_params.hpp"
+
+namespace kattn::features {
+
+struct elu {
+    static constexpr const char* name = "elu";
+    static constexpr bool is_positive = true;
+    static constexpr bool uses_pairs = false;
+    static constexpr bool uses_bias = true;
+    static constexpr bool has_stabiliser = false;
+    static constexpr bool softmax_scaling = false;
+    using default_sampler = samplers::gaussian;
+
+    static constexpr index_t feature_dim(index_t m) { return m; }
+    static constexpr index_t projection_dim(index_t m) { return m; }
+    static constexpr index_t workspace(index_t m) { return m; }
+    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
+
+    /// b = 0.
+    template <class T>
+    static void init_bias(index_t m, std::uint64_t, T* b) {
+        for (index_t l = 0; l < m; ++l) b[l] = T(0);
+    }
+
+    template <class Ops, class T>
+    static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
+        const T it = T(1 / p.temperature), fl = T(p.floor);
+        Ops::transform(
+            m, phi,
+            [it, fl](auto ui, auto bi) {
+                using V = decltype(ui);
+                return math::max(V(1) + math::elu(ui * V(it) + bi), V(fl));
+            },
+            u, b);
+        if (p.renormalize) detail::renormalize<Ops>(m, phi);
+    }
+
+    /// With a = u/τ + b: dv masked where the floor is active; da = dv · ELU'(a);
+    /// du = da/τ, db += da.
+    template <class Ops, class T>
+    static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
+                             const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
+        const T it = T(1 / p.temperature), fl = T(p.floor);
+        const T* dv = dphi;
+        if (p.renormalize) {
+            Ops::transform(
+                m, work,
+                [it, fl](auto ui, auto bi) {
+                    using V = decltype(ui);
+                    return math::max(V(1) + math::elu(ui * V(it) + bi), V(fl));
+                },
+                u, b);
+            detail::renormalize_vjp<Ops>(m, Ops::sum(m, work), phi, dphi, work);
+            dv = work;
+        }
+        // du holds da = dv · ELU'(a) · [1 + ELU(a) >= floor] first.
+        Ops::transform(
+            m, du,
+            [it, fl](auto ui, auto bi, auto g) {
+                using V = decltype(ui);
+                const V a = ui * V(it) + bi;
+                return math::select(V(1) + math::elu(a) >= V(fl), g * math::elu_grad(a), V(0));
+            },
+            u, b, dv);
+        if (db != nullptr)
+            for (index_t l = 0; l < m; ++l) db[l] += du[l];
+        Ops::transform(m, du, [it](auto g) { using V = decltype(g); return g * V(it); }, du);
+    }
+};
+
+}  // namespace kattn::features

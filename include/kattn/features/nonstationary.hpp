@@ -1,0 +1,56 @@
+// kattn/features/nonstationary.hpp — FSKA's nonstationary spectral features (pairs).
+//
+//   φ(x) = (4m)^{-1/2} · [cos u₁ + cos u₂ ; sin u₁ + sin u₂],   u_r = Ω_rᵀx,   dim φ = 2m
+//
+// Each of the m frequencies is a pair (ω₁, ω₂) drawn jointly from a density on R^{2d};
+// Ω is stored as d × 2m with ω₁ in columns [0, m) and ω₂ in [m, 2m). The estimate is
+// unbiased for k(x, y) = ¼ Σ_{a,b∈{1,2}} E cos(ω_aᵀx − ω_bᵀy), a nonstationary kernel
+// (it depends on x and y, not only on x − y). Every coordinate lies in [−1/√m, 1/√m].
+// Signed; FSKA uses positive<nonstationary>. Default sampler: gaussian over R^{2d}.
+#pragma once
+
+#include "../core/math.hpp"
+#include "feature_params.hpp"
+
+namespace kattn::features {
+
+struct nonstationary {
+    static constexpr const char* name = "nonstationary";
+    static constexpr bool is_positive = false;
+    static constexpr bool uses_pairs = true;
+    static constexpr bool uses_bias = false;
+    static constexpr bool has_stabiliser = false;
+    static constexpr bool softmax_scaling = false;
+    using default_sampler = samplers::gaussian;
+
+    static constexpr index_t feature_dim(index_t m) { return 2 * m; }
+    static constexpr index_t projection_dim(index_t m) { return 2 * m; }
+    static constexpr index_t workspace(index_t) { return 0; }
+    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
+
+    template <class Ops, class T>
+    static void activate(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
+        const T c = T(1) / std::sqrt(T(4 * m));
+        Ops::transform(
+            m, phi, [c](auto a, auto b) { using V = decltype(a); return V(c) * (math::cos(a) + math::cos(b)); }, u,
+            u + m);
+        Ops::transform(
+            m, phi + m, [c](auto a, auto b) { using V = decltype(a); return V(c) * (math::sin(a) + math::sin(b)); },
+            u, u + m);
+    }
+
+    /// du_{r,l} = (4m)^{-1/2} (−dφᶜ_l sin u_{r,l} + dφˢ_l cos u_{r,l}), r = 1, 2.
+    template <class Ops, class T>
+    static void activate_vjp(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
+                             const T* dphi, T* du, T*, T*, T*) {
+        const T c = T(1) / std::sqrt(T(4 * m));
+        auto f = [c](auto ui, auto gc, auto gs) {
+            using V = decltype(ui);
+            return V(c) * (gs * math::cos(ui) - gc * math::sin(ui));
+        };
+        Ops::transform(m, du, f, u, dphi, dphi + m);
+        Ops::transform(m, du + m, f, u + m, dphi, dphi + m);
+    }
+};
+
+}  // namespace kattn::features

@@ -1,0 +1,92 @@
+// tests/support.hpp — helpers shared by the kattn unit tests: seeded random tensors,
+// the explicit O(L²) kernel-weighted attention, finite differences and error checks.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include <kattn/kattn.hpp>
+
+namespace kt {
+
+using kattn::index_t;
+
+/// Tensor of the given shape with N(0, sd²) entries from a Philox stream.
+template <class T, std::size_t R>
+xt::xtensor<T, R> randn(const std::array<std::size_t, R>& shape, std::uint64_t seed, double sd = 1.0) {
+    xt::xtensor<T, R> x = xt::xtensor<T, R>::from_shape(shape);
+    const kattn::random_stream rs(seed, kattn::streams::user + 11);
+    for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<T>(sd * rs.normal(i));
+    return x;
+}
+
+/// Largest |a − b| / (max |b| + tiny) over all entries.
+template <class A, class B>
+double rel_err(const A& a, const B& b) {
+    REQUIRE(a.size() == b.size());
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        num = std::max(num, std::abs(double(a.data()[i]) - double(b.data()[i])));
+        den = std::max(den, std::abs(double(b.data()[i])));
+    }
+    return num / (den + 1e-300);
+}
+
+/// Explicit attention from features: out_i = Σ_{j allowed} (φq_i·φk_j) v_j / guard(Σ φq_i·φk_j),
+/// computed in double with the O(L²) kernel matrix. phq [Lq, F], phk [Lk, F], v [Lk, dv].
+template <class T>
+xt::xtensor<double, 2> explicit_attention(const xt::xtensor<T, 2>& phq, const xt::xtensor<T, 2>& phk,
+                                          const xt::xtensor<T, 2>& v, bool causal, index_t len, bool positive,
+                                          double eps = 1e-6) {
+    const index_t Lq = phq.shape()[0], Lk = phk.shape()[0], F = phq.shape()[1], dv = v.shape()[1];
+    xt::xtensor<double, 2> out = xt::zeros<double>({std::size_t(Lq), std::size_t(dv)});
+    for (index_t i = 0; i < Lq; ++i) {
+        double den = 0;
+        std::vector<double> num(dv, 0.0);
+        for (index_t j = 0; j < std::min(len, Lk); ++j) {
+            if (causal && j > i) break;
+            double kij = 0;
+            for (index_t f = 0; f < F; ++f) kij += double(phq(i, f)) * double(phk(j, f));
+            den += kij;
+            for (index_t c = 0; c < dv; ++c) num[c] += kij * double(v(j, c));
+        }
+        if (positive) den = std::max(den, eps);
+        else if (std::abs(den) < eps) den = den < 0 ? -eps : eps;
+        for (index_t c = 0; c < dv; ++c) out(i, c) = num[c] / den;
+    }
+    return out;
+}
+
+/// Slice [b, h] of a rank-4 tensor as a rank-2 copy.
+template <class T>
+xt::xtensor<T, 2> slice(const xt::xtensor<T, 4>& x, std::size_t b, std::size_t h) {
+    xt::xtensor<T, 2> r = xt::xtensor<T, 2>::from_shape({x.shape()[2], x.shape()[3]});
+    const std::size_t n = r.size();
+    std::copy_n(x.data() + (b * x.shape()[1] + h) * n, n, r.data());
+    return r;
+}
+
+/// Checks that f() throws kattn::error whose message contains every fragment.
+template <class F>
+void check_error(F&& f, std::initializer_list<std::string> fragments) {
+    bool thrown = false;
+    try {
+        f();
+    } catch (const kattn::error& e) {
+        thrown = true;
+        const std::string msg = e.what();
+        for (const auto& frag : fragments) {
+            INFO("message: ", msg);
+            CHECK(msg.find(frag) != std::string::npos);
+        }
+    }
+    CHECK_MESSAGE(thrown, "expected kattn::error");
+}
+
+}  // namespace kt
