@@ -43,3 +43,4 @@
 #include "attention/attention_config.hpp"
 #include "attention/linear_attention.hpp"
 #include "attention/options.hpp"
+#include "attention/softmax_attention.hpp"
