@@ -13,11 +13,11 @@
 // at a time has nothing to tile.
 #pragma once
 
-#include <xsimd/xsimd.hpp>
-
-#include "reference.hpp"
-#include "simd/linear_backward.hpp"
+#include "simd/linear_backward.hpp"  // first: brings in xsimd with GCC PR 105593 warnings silenced
 #include "simd/linear_forward.hpp"
+#include "reference.hpp"
+
+#include <xsimd/xsimd.hpp>
 
 namespace kattn::backends {
 

@@ -13,6 +13,12 @@
 
 #include "config.hpp"
 
+// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
+// the element functions here are inlined on xsimd batches (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 namespace kattn::math {
 
 /// Scalar implementation; specialised for SIMD batches by the simd backend.
@@ -59,3 +65,5 @@ template <class V> KATTN_HD V sigmoid(V x) {
 }
 
 }  // namespace kattn::math
+
+#pragma GCC diagnostic pop

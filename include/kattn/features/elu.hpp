@@ -12,6 +12,12 @@
 #include "../core/math.hpp"
 #include "feature_params.hpp"
 
+// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
+// the element functions here are inlined on xsimd batches (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 namespace kattn::features {
 
 struct elu {
@@ -81,3 +87,5 @@ struct elu {
 };
 
 }  // namespace kattn::features
+
+#pragma GCC diagnostic pop

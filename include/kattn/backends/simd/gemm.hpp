@@ -10,9 +10,17 @@
 // and thread count.
 #pragma once
 
+// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
+// they are inlined here (GCC PR 105593); silence them for this header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+
 #include <xsimd/xsimd.hpp>
 
 #include "../../core/config.hpp"
+
 
 namespace kattn::detail {
 
@@ -111,3 +119,5 @@ void transpose(index_t rows, index_t cols, const T* src, index_t lds, T* dst, in
 }
 
 }  // namespace kattn::detail
+
+#pragma GCC diagnostic pop

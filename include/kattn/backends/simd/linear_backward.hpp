@@ -9,9 +9,17 @@
 // ∂V. ∂Ω and ∂b are reduced over (head, segment) partials in a fixed order.
 #pragma once
 
+// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
+// they are inlined here (GCC PR 105593); silence them for this header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+
 #include <vector>
 
 #include "linear_forward.hpp"
+
 
 namespace kattn::detail::simd_impl {
 
@@ -371,3 +379,5 @@ void linear_backward(const attention_problem<T>& pb, const attention_gradients<T
 }
 
 }  // namespace kattn::detail::simd_impl
+
+#pragma GCC diagnostic pop

@@ -7,6 +7,13 @@
 // the one with the smaller C by e^{C_small − C_large} ≤ 1 (never overflows).
 #pragma once
 
+// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
+// they are inlined here (GCC PR 105593); silence them for this header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,6 +23,7 @@
 #include "../problem.hpp"
 #include "gemm.hpp"
 #include "row_ops.hpp"
+
 
 namespace kattn::detail::simd_impl {
 
@@ -149,3 +157,5 @@ inline index_t segments_for(index_t problems, index_t length) {
 }
 
 }  // namespace kattn::detail::simd_impl
+
+#pragma GCC diagnostic pop
