@@ -15,6 +15,8 @@
 #pragma once
 
 #include <array>
+#include <concepts>
+#include <utility>
 #include <cmath>
 #include <span>
 #include <string>
@@ -65,7 +67,14 @@ public:
         std::vector<index_t> steps;
     };
 
-    explicit linear_attention(const attention_config& cfg) : cfg_(cfg) {
+    /// Builds the operator and draws Ω (and b) from a default-constructed sampler.
+    explicit linear_attention(const attention_config& cfg)
+        requires std::default_initializable<Sampler>
+        : linear_attention(cfg, Sampler{}) {}
+
+    /// Builds the operator with a given sampler instance (learned samplers carry
+    /// parameters: a fitted mixture, a trained flow, Langevin particles).
+    linear_attention(const attention_config& cfg, Sampler sampler) : cfg_(cfg), sampler_(std::move(sampler)) {
         detail::require(cfg.head_dim >= 1, "head_dim", ">= 1", cfg.head_dim);
         detail::require(cfg.value_dim >= 1, "value_dim", ">= 1", cfg.value_dim);
         detail::require(cfg.num_features >= 1, "num_features", ">= 1", cfg.num_features);
@@ -91,7 +100,7 @@ public:
         const index_t d = cfg_.head_dim, P = cfg_.num_features;
         const index_t dim = map_traits::frequency_dim(d), count = map_traits::uses_pairs ? m_ : P;
         std::vector<double> w(static_cast<std::size_t>(dim * count));
-        Sampler::template sample<double>(sampler_params{cfg_.sigma, cfg_.norms}, dim, count, seed, w.data());
+        sampler_.template sample<double>(sampler_params{cfg_.sigma, cfg_.norms}, dim, count, seed, w.data());
         omega_ = xt::xtensor<T, 2>::from_shape({std::size_t(d), std::size_t(P)});
         for (index_t k = 0; k < count; ++k)
             for (index_t i = 0; i < d; ++i) {
@@ -106,6 +115,7 @@ public:
     }
 
     const attention_config& config() const { return cfg_; }
+    const Sampler& sampler() const { return sampler_; }
     index_t head_dim() const { return cfg_.head_dim; }
     index_t value_dim() const { return cfg_.value_dim; }
     index_t num_features() const { return cfg_.num_features; }
@@ -305,6 +315,7 @@ private:
     }
 
     attention_config cfg_;
+    Sampler sampler_;
     feature_params params_{};
     index_t m_ = 0;
     T input_scale_ = 1;

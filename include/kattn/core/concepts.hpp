@@ -36,12 +36,14 @@ concept feature_map = requires(index_t m, const feature_params& p, const double*
     F::template activate_vjp<detail::scalar_ops>(p, m, m, c, c, c, 0.0, c, c, o, o, o, o);
 };
 
-/// A spectral sampler: writes `count` vectors of dimension `dim` from a seed.
+/// A spectral sampler: writes `count` vectors of dimension `dim` from a seed. Stateless
+/// samplers (gaussian, …) make `sample` static; learned ones (with parameters) make it a
+/// const member — both are called as `s.template sample<T>(params, dim, count, seed, out)`.
 template <class S>
-concept spectral_sampler = requires(const sampler_params& p, index_t n, std::uint64_t seed, double* out) {
+concept spectral_sampler = requires(const S& s, const sampler_params& p, index_t n, std::uint64_t seed, double* out) {
     { S::name } -> std::convertible_to<const char*>;
     { S::is_random } -> std::convertible_to<bool>;
-    S::template sample<double>(p, n, n, seed, out);
+    s.template sample<double>(p, n, n, seed, out);
 };
 
 /// An execution backend: a tag type naming itself and declaring its accumulation type.
