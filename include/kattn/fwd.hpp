@@ -32,6 +32,7 @@ namespace samplers {
 struct identity;
 struct gaussian;
 struct orthogonal_gaussian;
+struct gmm;
 }  // namespace samplers
 
 namespace backends {

@@ -20,6 +20,7 @@
 #include "core/shape.hpp"
 
 #include "samplers/gaussian.hpp"
+#include "samplers/gmm.hpp"
 #include "samplers/identity.hpp"
 #include "samplers/orthogonal_gaussian.hpp"
 #include "samplers/sampler_params.hpp"
