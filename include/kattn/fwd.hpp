@@ -33,7 +33,12 @@ struct identity;
 struct gaussian;
 struct orthogonal_gaussian;
 struct gmm;
+class realnvp;
 }  // namespace samplers
+
+namespace optim {
+class adam;
+}  // namespace optim
 
 namespace backends {
 struct reference;

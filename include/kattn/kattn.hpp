@@ -23,7 +23,9 @@
 #include "samplers/gmm.hpp"
 #include "samplers/identity.hpp"
 #include "samplers/orthogonal_gaussian.hpp"
+#include "samplers/realnvp.hpp"
 #include "samplers/sampler_params.hpp"
+#include "samplers/density.hpp"
 
 #include "features/cos2.hpp"
 #include "features/elu.hpp"
@@ -45,3 +47,5 @@
 #include "attention/linear_attention.hpp"
 #include "attention/options.hpp"
 #include "attention/softmax_attention.hpp"
+
+#include "optim/adam.hpp"
