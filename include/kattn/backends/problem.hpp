@@ -72,7 +72,7 @@ struct recurrent_state_view {
 /// Denominator guard: positive maps max(den, eps); signed maps sign(den)·max(|den|, eps).
 /// Returns the guarded value; `clamped` tells whether the guard replaced den.
 template <bool Positive, class A>
-inline A guard_denominator(A den, A eps, bool& clamped) {
+KATTN_HD inline A guard_denominator(A den, A eps, bool& clamped) {
     if constexpr (Positive) {
         clamped = !(den >= eps);
         return clamped ? eps : den;

@@ -14,23 +14,23 @@ namespace kattn::detail {
 
 struct scalar_ops {
     template <class T, class F, class... In>
-    static void transform(index_t n, T* out, F&& f, const In*... in) {
+    KATTN_HD static void transform(index_t n, T* out, F&& f, const In*... in) {
         for (index_t i = 0; i < n; ++i) out[i] = static_cast<T>(f(in[i]...));
     }
     template <class T>
-    static T sum(index_t n, const T* x) {
+    KATTN_HD static T sum(index_t n, const T* x) {
         T s = 0;
         for (index_t i = 0; i < n; ++i) s += x[i];
         return s;
     }
     template <class T>
-    static T max(index_t n, const T* x) {
+    KATTN_HD static T max(index_t n, const T* x) {
         T s = x[0];
         for (index_t i = 1; i < n; ++i) s = x[i] > s ? x[i] : s;
         return s;
     }
     template <class T>
-    static T dot(index_t n, const T* x, const T* y) {
+    KATTN_HD static T dot(index_t n, const T* x, const T* y) {
         T s = 0;
         for (index_t i = 0; i < n; ++i) s += x[i] * y[i];
         return s;

@@ -31,9 +31,9 @@ struct cos2 {
     static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    static constexpr index_t feature_dim(index_t m) { return m; }
-    static constexpr index_t projection_dim(index_t m) { return m; }
-    static constexpr index_t workspace(index_t m) { return m; }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t workspace(index_t m) { return m; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     /// b_l = 2π · uniform(l) of stream `bias`.
@@ -44,7 +44,7 @@ struct cos2 {
     }
 
     template <class Ops, class T>
-    static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
+    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
         const T fl = T(p.floor);
         Ops::transform(
             m, phi,
@@ -59,7 +59,7 @@ struct cos2 {
 
     /// d cos²(a)/da = −sin(2a);  du = db = dv · (−sin 2a).
     template <class Ops, class T>
-    static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
+    KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
                              const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
         const T fl = T(p.floor);
         const T* dv = dphi;

@@ -29,9 +29,9 @@ struct elu {
     static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    static constexpr index_t feature_dim(index_t m) { return m; }
-    static constexpr index_t projection_dim(index_t m) { return m; }
-    static constexpr index_t workspace(index_t m) { return m; }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t workspace(index_t m) { return m; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     /// b = 0.
@@ -41,7 +41,7 @@ struct elu {
     }
 
     template <class Ops, class T>
-    static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
+    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
         Ops::transform(
             m, phi,
@@ -56,7 +56,7 @@ struct elu {
     /// With a = u/τ + b: dv masked where the floor is active; da = dv · ELU'(a);
     /// du = da/τ, db += da.
     template <class Ops, class T>
-    static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
+    KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
                              const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
         const T* dv = dphi;

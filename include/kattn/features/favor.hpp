@@ -30,19 +30,19 @@ struct favor {
     static constexpr bool softmax_scaling = true;  // default input scale d^{-1/4}
     using default_sampler = samplers::orthogonal_gaussian;
 
-    static constexpr index_t feature_dim(index_t m) { return m; }
-    static constexpr index_t projection_dim(index_t m) { return m; }
-    static constexpr index_t workspace(index_t) { return 0; }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     /// Row exponent maximum: c = max_l u_l − ‖x‖²/2.
     template <class Ops, class T>
-    static T row_shift(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*) {
+    KATTN_HD static T row_shift(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*) {
         return Ops::max(m, u) - T(0.5) * Ops::dot(d, x, x);
     }
 
     template <class Ops, class T>
-    static void activate(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
+    KATTN_HD static void activate(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
                          T* phi) {
         const T a = -T(0.5) * Ops::dot(d, x, x) - shift;
         const T c = T(1) / std::sqrt(T(m));
@@ -51,7 +51,7 @@ struct favor {
 
     /// du_l = dφ_l φ_l;  dx −= (Σ_l dφ_l φ_l) x.
     template <class Ops, class T>
-    static void activate_vjp(const feature_params&, index_t d, index_t m, const T* x, const T*, const T*, T,
+    KATTN_HD static void activate_vjp(const feature_params&, index_t d, index_t m, const T* x, const T*, const T*, T,
                              const T* phi, const T* dphi, T* du, T* dx, T*, T*) {
         Ops::transform(m, du, [](auto f, auto g) { return f * g; }, phi, dphi);
         const T g = Ops::dot(m, phi, dphi);

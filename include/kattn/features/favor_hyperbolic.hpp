@@ -26,20 +26,20 @@ struct favor_hyperbolic {
     static constexpr bool softmax_scaling = true;
     using default_sampler = samplers::orthogonal_gaussian;
 
-    static constexpr index_t feature_dim(index_t m) { return 2 * m; }
-    static constexpr index_t projection_dim(index_t m) { return m; }
-    static constexpr index_t workspace(index_t) { return 0; }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return 2 * m; }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     template <class Ops, class T>
-    static T row_shift(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*) {
+    KATTN_HD static T row_shift(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*) {
         T mx = std::abs(u[0]);
         for (index_t l = 1; l < m; ++l) mx = std::abs(u[l]) > mx ? std::abs(u[l]) : mx;
         return mx - T(0.5) * Ops::dot(d, x, x);
     }
 
     template <class Ops, class T>
-    static void activate(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
+    KATTN_HD static void activate(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
                          T* phi) {
         const T a = -T(0.5) * Ops::dot(d, x, x) - shift;
         const T c = T(1) / std::sqrt(T(2 * m));
@@ -50,7 +50,7 @@ struct favor_hyperbolic {
 
     /// du_l = dφ⁺_l φ⁺_l − dφ⁻_l φ⁻_l;  dx −= ⟨dφ, φ⟩ x.
     template <class Ops, class T>
-    static void activate_vjp(const feature_params&, index_t d, index_t m, const T* x, const T*, const T*, T,
+    KATTN_HD static void activate_vjp(const feature_params&, index_t d, index_t m, const T* x, const T*, const T*, T,
                              const T* phi, const T* dphi, T* du, T* dx, T*, T*) {
         Ops::transform(m, du, [](auto fp, auto gp, auto fm, auto gm) { return fp * gp - fm * gm; }, phi, dphi,
                        phi + m, dphi + m);

@@ -43,7 +43,7 @@ inline void validate(const feature_params& p) {
 /// y = √m · v / Σv in place; returns Σv. Requires Σv > 0 (guaranteed by floor > 0 or
 /// positive activations).
 template <class Ops, class T>
-T renormalize(index_t m, T* v) {
+KATTN_HD T renormalize(index_t m, T* v) {
     const T s = Ops::sum(m, v);
     const T c = std::sqrt(T(m)) / s;
     Ops::transform(m, v, [c](auto vi) { return vi * decltype(vi)(c); }, v);
@@ -52,7 +52,7 @@ T renormalize(index_t m, T* v) {
 
 /// VJP of y = √m v / s, s = Σv: dv = (√m / s)(dy − ⟨dy, y⟩ / √m), written into dv.
 template <class Ops, class T>
-void renormalize_vjp(index_t m, T s, const T* y, const T* dy, T* dv) {
+KATTN_HD void renormalize_vjp(index_t m, T s, const T* y, const T* dy, T* dv) {
     const T rm = std::sqrt(T(m));
     const T g = Ops::dot(m, dy, y) / rm;
     const T c = rm / s;

@@ -29,13 +29,13 @@ struct nonstationary {
     static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    static constexpr index_t feature_dim(index_t m) { return 2 * m; }
-    static constexpr index_t projection_dim(index_t m) { return 2 * m; }
-    static constexpr index_t workspace(index_t) { return 0; }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return 2 * m; }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return 2 * m; }
+    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     template <class Ops, class T>
-    static void activate(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
+    KATTN_HD static void activate(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T c = T(1) / std::sqrt(T(4 * m));
         Ops::transform(
             m, phi, [c](auto a, auto b) { using V = decltype(a); return V(c) * (math::cos(a) + math::cos(b)); }, u,
@@ -47,7 +47,7 @@ struct nonstationary {
 
     /// du_{r,l} = (4m)^{-1/2} (−dφᶜ_l sin u_{r,l} + dφˢ_l cos u_{r,l}), r = 1, 2.
     template <class Ops, class T>
-    static void activate_vjp(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
+    KATTN_HD static void activate_vjp(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
                              const T* dphi, T* du, T*, T*, T*) {
         const T c = T(1) / std::sqrt(T(4 * m));
         auto f = [c](auto ui, auto gc, auto gs) {

@@ -31,9 +31,9 @@ struct positive {
     static constexpr bool softmax_scaling = false;
     using default_sampler = typename F::default_sampler;
 
-    static constexpr index_t feature_dim(index_t m) { return F::feature_dim(m); }
-    static constexpr index_t projection_dim(index_t m) { return F::projection_dim(m); }
-    static constexpr index_t workspace(index_t m) { return 2 * F::feature_dim(m) + F::workspace(m); }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return F::feature_dim(m); }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return F::projection_dim(m); }
+    KATTN_HD static constexpr index_t workspace(index_t m) { return 2 * F::feature_dim(m) + F::workspace(m); }
     static void validate(const feature_params& p, index_t d, index_t m) { F::validate(p, d, m); }
 
     template <class T>
@@ -44,7 +44,7 @@ struct positive {
     }
 
     template <class Ops, class T>
-    static void activate(const feature_params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
+    KATTN_HD static void activate(const feature_params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
                          T* phi) {
         F::template activate<Ops>(p, d, m, x, u, b, T(0), phi);
         const T s = T(p.scale);
@@ -54,7 +54,7 @@ struct positive {
 
     /// dφ_F = dφ⁺ · s · ELU'(s φ_F), then F's VJP.
     template <class Ops, class T>
-    static void activate_vjp(const feature_params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
+    KATTN_HD static void activate_vjp(const feature_params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
                              const T*, const T* dphi, T* du, T* dx, T* db, T* work) {
         const index_t nf = F::feature_dim(m);
         T* inner_phi = work;

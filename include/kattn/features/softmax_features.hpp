@@ -26,13 +26,13 @@ struct softmax_features {
     static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    static constexpr index_t feature_dim(index_t m) { return m; }
-    static constexpr index_t projection_dim(index_t m) { return m; }
-    static constexpr index_t workspace(index_t) { return 0; }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     template <class Ops, class T>
-    static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
+    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T it = T(1 / p.temperature);
         const T mx = Ops::max(m, u) * it;
         Ops::transform(m, phi, [it, mx](auto ui) { using V = decltype(ui); return math::exp(ui * V(it) - V(mx)); }, u);
@@ -42,7 +42,7 @@ struct softmax_features {
 
     /// With p = φ/√m: du_l = p_l (√m dφ_l − ⟨√m dφ, p⟩)/τ = φ_l (dφ_l − ⟨dφ, φ⟩/√m)/τ.
     template <class Ops, class T>
-    static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T*, const T*, T,
+    KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T*, const T*, T,
                              const T* phi, const T* dphi, T* du, T*, T*, T*) {
         const T it = T(1 / p.temperature);
         const T g = Ops::dot(m, phi, dphi) / std::sqrt(T(m));

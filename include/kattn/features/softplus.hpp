@@ -26,13 +26,13 @@ struct softplus {
     static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    static constexpr index_t feature_dim(index_t m) { return m; }
-    static constexpr index_t projection_dim(index_t m) { return m; }
-    static constexpr index_t workspace(index_t m) { return m; }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t workspace(index_t m) { return m; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     template <class Ops, class T>
-    static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
+    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
         Ops::transform(m, phi, [it, fl](auto ui) { using V = decltype(ui); return math::softplus(ui * V(it)) + V(fl); },
                        u);
@@ -41,7 +41,7 @@ struct softplus {
 
     /// du_l = dv_l · σ(u_l/τ)/τ with dv the renorm VJP.
     template <class Ops, class T>
-    static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T,
+    KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T,
                              const T* phi, const T* dphi, T* du, T*, T*, T* work) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
         const T* dv = dphi;

@@ -27,13 +27,13 @@ struct trig {
     static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    static constexpr index_t feature_dim(index_t m) { return 2 * m; }
-    static constexpr index_t projection_dim(index_t m) { return m; }
-    static constexpr index_t workspace(index_t) { return 0; }
+    KATTN_HD static constexpr index_t feature_dim(index_t m) { return 2 * m; }
+    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
+    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     template <class Ops, class T>
-    static void activate(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
+    KATTN_HD static void activate(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T c = T(1) / std::sqrt(T(m));
         Ops::transform(m, phi, [c](auto ui) { using V = decltype(ui); return V(c) * math::cos(ui); }, u);
         Ops::transform(m, phi + m, [c](auto ui) { using V = decltype(ui); return V(c) * math::sin(ui); }, u);
@@ -41,7 +41,7 @@ struct trig {
 
     /// du_l = m^{-1/2} (−dφᶜ_l sin u_l + dφˢ_l cos u_l); no direct x term.
     template <class Ops, class T>
-    static void activate_vjp(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
+    KATTN_HD static void activate_vjp(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
                              const T* dphi, T* du, T*, T*, T*) {
         const T c = T(1) / std::sqrt(T(m));
         Ops::transform(

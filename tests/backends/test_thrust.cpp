@@ -1,0 +1,284 @@
+// thrust backend: agreement with the reference oracle (double, 1e-10) and with the simd
+// backend (float) for every map × mask × pass, features(), recurrent step vs causal
+// forward, and bitwise thread-count determinism.
+//
+// Built twice: by g++ with THRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_OMP (kattn_thrust_tests,
+// run by CI), and by nvcc through tests/backends/test_thrust.cu (-Dcuda=enabled), where the
+// device is a GPU. The nvcc build compiles only what it needs (no xsimd / simd backend):
+// comparisons with the simd backend and the OpenMP thread tests are host-only.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xtensor.hpp>
+
+#include <kattn/fwd.hpp>  // linear_attention names backends::simd as its default
+#include <kattn/attention/linear_attention.hpp>
+#include <kattn/backends/reference.hpp>
+#include <kattn/backends/thrust.hpp>
+#include <kattn/core/random.hpp>
+#include <kattn/features/cos2.hpp>
+#include <kattn/features/elu.hpp>
+#include <kattn/features/favor.hpp>
+#include <kattn/features/favor_hyperbolic.hpp>
+#include <kattn/features/nonstationary.hpp>
+#include <kattn/features/porf_softplus.hpp>
+#include <kattn/features/positive.hpp>
+#include <kattn/features/sigmoid2.hpp>
+#include <kattn/features/softmax_features.hpp>
+#include <kattn/features/softplus.hpp>
+#include <kattn/features/trig.hpp>
+#include <kattn/samplers/gaussian.hpp>
+#include <kattn/samplers/orthogonal_gaussian.hpp>
+
+#if !defined(__CUDACC__)
+#include <omp.h>
+
+#include <kattn/backends/simd.hpp>
+#define KATTN_TEST_HOST_ONLY 1
+#endif
+
+namespace {
+
+using namespace kattn;
+using thrust_backend = backends::thrust<>;
+
+template <class T, std::size_t R>
+xt::xtensor<T, R> randn(const std::array<std::size_t, R>& shape, std::uint64_t seed, double sd = 1.0) {
+    xt::xtensor<T, R> x = xt::xtensor<T, R>::from_shape(shape);
+    const random_stream rs(seed, streams::user + 11);
+    for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<T>(sd * rs.normal(i));
+    return x;
+}
+
+/// max |a − b| / max |b|.
+template <class A, class B>
+double rel_err(const A& a, const B& b) {
+    REQUIRE(a.size() == b.size());
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        num = std::max(num, std::abs(double(a.data()[i]) - double(b.data()[i])));
+        den = std::max(den, std::abs(double(b.data()[i])));
+    }
+    return num / (den + 1e-300);
+}
+
+template <class Map, class T, class Backend>
+using attn = linear_attention<Map, typename Map::default_sampler, Backend, T>;
+
+struct case_result {
+    xt::xtensor<double, 4> out, dq, dk, dv;
+    xt::xtensor<double, 2> d_omega;
+    xt::xtensor<double, 1> d_bias;
+};
+
+template <class Map>
+attention_config config() {
+    // Signed maps use a wider kernel (σ = 3) so that denominators stay away from zero.
+    return attention_config{
+        .head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 3, .sigma = Map::is_positive ? 1.0 : 3.0};
+}
+
+/// Padding: batch 0 keeps L − 1 keys, batch 1 about a quarter (whole causal chunks of
+/// padding), so the masks cross the 64-token chunk boundaries.
+inline std::vector<index_t> lengths(index_t B, index_t L, bool padded) {
+    std::vector<index_t> lens(static_cast<std::size_t>(B));
+    for (index_t b = 0; b < B; ++b)
+        lens[std::size_t(b)] = !padded ? L : b % 2 == 0 ? std::max<index_t>(1, L - 1) : std::max<index_t>(1, L / 4);
+    return lens;
+}
+
+template <class Map, class T, class Backend>
+case_result run_case(index_t B, index_t H, index_t L, bool causal, bool padded) {
+    const attn<Map, T, Backend> a(config<Map>());
+    const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L);
+    const auto q = randn<T, 4>({sb, sh, sl, 8}, 1, 0.5), k = randn<T, 4>({sb, sh, sl, 8}, 2, 0.5);
+    const auto v = randn<T, 4>({sb, sh, sl, 5}, 3), G = randn<T, 4>({sb, sh, sl, 5}, 4);
+    const auto lens = lengths(B, L, padded);
+    const key_lengths kl(lens);
+    const auto out = causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
+    const auto g = causal ? a.backward(q, k, v, G, kattn::causal, kl) : a.backward(q, k, v, G, kl);
+    return {xt::cast<double>(out), xt::cast<double>(g.dq), xt::cast<double>(g.dk), xt::cast<double>(g.dv),
+            xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
+}
+
+void check_close(const case_result& s, const case_result& r, index_t L, double tol) {
+    CHECK(rel_err(s.out, r.out) < tol);
+    CHECK(rel_err(s.dv, r.dv) < tol);
+    if (L == 1) return;  // a single token: out = v, so dq = dk = dΩ = 0 up to rounding
+    CHECK(rel_err(s.dq, r.dq) < tol);
+    CHECK(rel_err(s.dk, r.dk) < tol);
+    CHECK(rel_err(s.d_omega, r.d_omega) < tol);
+    if (r.d_bias.size()) CHECK(rel_err(s.d_bias, r.d_bias) < tol);
+}
+
+template <class Map>
+void compare_all() {
+    // 1: a single token; 7: one partial chunk; 150: three causal chunks (64, 64, 22).
+    for (index_t L : {1, 7, 150})
+        for (bool causal : {false, true})
+            for (bool padded : {false, true}) {
+                INFO(Map::name, " L=", L, " causal=", causal, " padded=", padded);
+                const auto r = run_case<Map, double, backends::reference>(2, 3, L, causal, padded);
+                const auto t = run_case<Map, double, thrust_backend>(2, 3, L, causal, padded);
+                check_close(t, r, L, 1e-10);
+#ifdef KATTN_TEST_HOST_ONLY
+                const auto sf = run_case<Map, float, backends::simd>(2, 3, L, causal, padded);
+                const auto tf = run_case<Map, float, thrust_backend>(2, 3, L, causal, padded);
+                check_close(tf, sf, L, 1e-5);
+#else
+                const auto tf = run_case<Map, float, thrust_backend>(2, 3, L, causal, padded);
+                check_close(tf, r, L, 1e-5);
+#endif
+            }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("thrust backend equals the reference (double) and simd (float) backends", Map, features::favor,
+                   features::favor_hyperbolic, features::trig, features::nonstationary,
+                   features::positive<features::nonstationary>, features::elu, features::softplus,
+                   features::sigmoid2, features::cos2, features::softmax_features) {
+    compare_all<Map>();
+}
+
+TEST_CASE("thrust backend: porf_softplus (orthogonal sampler) equals the reference") {
+    const auto r = run_case<features::porf_softplus, double, backends::reference>(1, 2, 100, true, true);
+    const auto t = run_case<features::porf_softplus, double, thrust_backend>(1, 2, 100, true, true);
+    check_close(t, r, 100, 1e-10);
+}
+
+TEST_CASE("thrust backend: non-causal attention with q_len != k_len") {
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 5};
+    const auto q = randn<double, 4>({2, 2, 30, 8}, 1, 0.5), k = randn<double, 4>({2, 2, 90, 8}, 2, 0.5);
+    const auto v = randn<double, 4>({2, 2, 90, 5}, 3), G = randn<double, 4>({2, 2, 30, 5}, 4);
+    const std::vector<index_t> lens{90, 17};
+    const attn<features::favor, double, backends::reference> ar(cfg);
+    const attn<features::favor, double, thrust_backend> at(cfg);
+    CHECK(rel_err(at(q, k, v, key_lengths(lens)), ar(q, k, v, key_lengths(lens))) < 1e-10);
+    const auto gr = ar.backward(q, k, v, G, key_lengths(lens));
+    const auto gt = at.backward(q, k, v, G, key_lengths(lens));
+    CHECK(rel_err(gt.dq, gr.dq) < 1e-10);
+    CHECK(rel_err(gt.dk, gr.dk) < 1e-10);
+    CHECK(rel_err(gt.dv, gr.dv) < 1e-10);
+    CHECK(rel_err(gt.d_omega, gr.d_omega) < 1e-10);
+}
+
+TEST_CASE("thrust backend: a large future key never changes earlier outputs (favor, causal)") {
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 7};
+    const attn<features::favor, double, thrust_backend> a(cfg);
+    auto q = randn<double, 2>({200, 8}, 1, 0.5), k = randn<double, 2>({200, 8}, 2, 0.5);
+    const auto v = randn<double, 2>({200, 5}, 3);
+    const auto before = a(q, k, v, kattn::causal);
+    for (std::size_t c = 0; c < 8; ++c) k(150, c) = 6.0;  // key 150 dominates every later max
+    const auto after = a(q, k, v, kattn::causal);
+    for (std::size_t i = 0; i < 150; ++i)
+        for (std::size_t c = 0; c < 5; ++c) CHECK(after(i, c) == before(i, c));
+    const attn<features::favor, double, backends::reference> ar(cfg);
+    CHECK(rel_err(after, ar(q, k, v, kattn::causal)) < 1e-10);
+}
+
+TEST_CASE("thrust features equal the reference features") {
+    const attention_config cfg{.head_dim = 16, .value_dim = 4, .num_features = 64, .seed = 9};
+    const auto xd = randn<double, 2>({150, 16}, 5, 0.5);
+    const auto xf = randn<float, 2>({150, 16}, 5, 0.5);
+    CHECK(rel_err(attn<features::favor, double, thrust_backend>(cfg).features(xd),
+                  attn<features::favor, double, backends::reference>(cfg).features(xd)) < 1e-12);
+    CHECK(rel_err(attn<features::nonstationary, double, thrust_backend>(cfg).features(xd),
+                  attn<features::nonstationary, double, backends::reference>(cfg).features(xd)) < 1e-12);
+    CHECK(rel_err(attn<features::elu, double, thrust_backend>(cfg).features(xd),
+                  attn<features::elu, double, backends::reference>(cfg).features(xd)) < 1e-12);
+    // float: the reference rounds double results once, as this backend does.
+    CHECK(rel_err(attn<features::favor, float, thrust_backend>(cfg).features(xf),
+                  attn<features::favor, float, backends::reference>(cfg).features(xf)) < 1e-6);
+#ifdef KATTN_TEST_HOST_ONLY
+    CHECK(rel_err(attn<features::favor, float, thrust_backend>(cfg).features(xf),
+                  attn<features::favor, float, backends::simd>(cfg).features(xf)) < 1e-5);
+    CHECK(rel_err(attn<features::nonstationary, float, thrust_backend>(cfg).features(xf),
+                  attn<features::nonstationary, float, backends::simd>(cfg).features(xf)) < 1e-5);
+#endif
+}
+
+TEST_CASE_TEMPLATE("thrust step equals the thrust causal forward and the reference step", Map, features::favor,
+                   features::trig, features::elu, features::positive<features::nonstationary>) {
+    const attention_config cfg = config<Map>();
+    const attn<Map, double, thrust_backend> a(cfg);
+    const attn<Map, double, backends::reference> ar(cfg);
+    const index_t B = 2, H = 2, L = 70;
+    const auto q = randn<double, 4>({2, 2, 70, 8}, 11, 0.5), k = randn<double, 4>({2, 2, 70, 8}, 12, 0.5);
+    const auto v = randn<double, 4>({2, 2, 70, 5}, 13);
+    const auto full = a(q, k, v, kattn::causal);
+    auto st = a.initial_state(B, H);
+    auto sr = ar.initial_state(B, H);
+    double worst = 0, worst_ref = 0, scale = 0;
+    for (index_t t = 0; t < L; ++t) {
+        xt::xtensor<double, 3> qt({2, 2, 8}), kt({2, 2, 8}), vt({2, 2, 5});
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t h = 0; h < 2; ++h) {
+                for (std::size_t c = 0; c < 8; ++c) {
+                    qt(b, h, c) = q(b, h, std::size_t(t), c);
+                    kt(b, h, c) = k(b, h, std::size_t(t), c);
+                }
+                for (std::size_t c = 0; c < 5; ++c) vt(b, h, c) = v(b, h, std::size_t(t), c);
+            }
+        const auto o = a.step(st, qt, kt, vt);
+        const auto orf = ar.step(sr, qt, kt, vt);
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t h = 0; h < 2; ++h)
+                for (std::size_t c = 0; c < 5; ++c) {
+                    const double f = full(b, h, std::size_t(t), c);
+                    worst = std::max(worst, std::abs(o(b, h, c) - f));
+                    worst_ref = std::max(worst_ref, std::abs(o(b, h, c) - orf(b, h, c)));
+                    scale = std::max(scale, std::abs(f));
+                }
+    }
+    INFO(Map::name);
+    CHECK(worst / scale < 1e-10);
+    CHECK(worst_ref / scale < 1e-12);
+#ifdef KATTN_TEST_HOST_ONLY
+    CHECK(st.S == sr.S);  // same operations in the same order on the host
+    CHECK(st.C == sr.C);
+#else
+    CHECK(rel_err(xt::adapt(st.S), xt::adapt(sr.S)) < 1e-12);  // device FMA contraction
+    CHECK(rel_err(xt::adapt(st.C), xt::adapt(sr.C)) < 1e-12);
+#endif
+}
+
+TEST_CASE("thrust backend with Work = float (float accuracy)") {
+    using fast = backends::thrust<thrust_backend::policy_type, float>;
+    for (bool causal : {false, true}) {
+        INFO("causal=", causal);
+        const auto r = run_case<features::favor, float, backends::reference>(2, 3, 150, causal, true);
+        const auto t = run_case<features::favor, float, fast>(2, 3, 150, causal, true);
+        check_close(t, r, 150, 1e-4);
+        const auto r2 = run_case<features::trig, float, backends::reference>(2, 3, 150, causal, true);
+        const auto t2 = run_case<features::trig, float, fast>(2, 3, 150, causal, true);
+        check_close(t2, r2, 150, 1e-3);
+    }
+}
+
+#ifdef KATTN_TEST_HOST_ONLY
+TEST_CASE_TEMPLATE("thrust results are bitwise identical for 1 and 2 threads", Map, features::favor, features::trig,
+                   features::elu) {
+    const int saved = omp_get_max_threads();
+    for (auto [B, H, L] : {std::tuple<index_t, index_t, index_t>{1, 1, 700}, {2, 3, 150}})
+        for (bool causal : {false, true}) {
+            omp_set_num_threads(1);
+            const auto a = run_case<Map, float, thrust_backend>(B, H, L, causal, true);
+            omp_set_num_threads(2);
+            const auto b = run_case<Map, float, thrust_backend>(B, H, L, causal, true);
+            INFO(Map::name, " L=", L, " causal=", causal);
+            CHECK(a.out == b.out);
+            CHECK(a.dq == b.dq);
+            CHECK(a.dk == b.dk);
+            CHECK(a.dv == b.dv);
+            CHECK(a.d_omega == b.d_omega);
+            CHECK(a.d_bias == b.d_bias);
+        }
+    omp_set_num_threads(saved);
+}
+#endif
