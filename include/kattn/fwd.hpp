@@ -34,6 +34,7 @@ struct gaussian;
 struct orthogonal_gaussian;
 struct gmm;
 class realnvp;
+template <class Map, class Backend> class langevin;  // default Backend: backends::reference
 }  // namespace samplers
 
 namespace optim {

@@ -21,6 +21,7 @@
 
 #include "samplers/gaussian.hpp"
 #include "samplers/gmm.hpp"
+#include "samplers/langevin.hpp"
 #include "samplers/identity.hpp"
 #include "samplers/orthogonal_gaussian.hpp"
 #include "samplers/realnvp.hpp"

@@ -23,7 +23,7 @@ struct attention_config {
 
     // Feature-map hyper-parameters (DESIGN.md §3; docs/feature_maps.md).
     double temperature = 1.0;   ///< τ > 0
-    double floor = 1e-6;        ///< ≥ 0, added before renormalisation
+    double floor = 1e-6;        ///< ≥ 0: added before renormalisation (elu: lower clamp)
     double scale = 1.0;         ///< s > 0 of positive<F>
     bool renormalize = true;    ///< ℓ1 renorm to √m for elu/softplus/sigmoid2/cos2
 

@@ -24,6 +24,8 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "../fwd.hpp"
+#include "../backends/simd.hpp"  // the default backend
 #include "../core/concepts.hpp"
 #include "../core/error.hpp"
 #include "../core/shape.hpp"

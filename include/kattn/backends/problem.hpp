@@ -17,7 +17,7 @@ struct spectral_view {
     const T* omega = nullptr;  ///< d × P row-major, P = projection_dim(m)
     const T* bias = nullptr;   ///< m entries, or nullptr when the map has no bias
     index_t d = 0;             ///< input (head) dimension
-    index_t m = 0;             ///< num_features
+    index_t m = 0;             ///< the maps' m: num_features, or num_features/2 pairs for paired maps
     feature_params params{};
 };
 

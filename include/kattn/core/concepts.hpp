@@ -46,7 +46,8 @@ concept spectral_sampler = requires(const S& s, const sampler_params& p, index_t
     s.template sample<double>(p, n, n, seed, out);
 };
 
-/// An execution backend: a tag type naming itself and declaring its accumulation type.
+/// An execution backend: a policy type with a `name` and a `backend_tag`; its primitives
+/// (features, forward, backward, step) are function templates checked at instantiation.
 template <class B>
 concept execution_backend = requires {
     { B::name } -> std::convertible_to<const char*>;

@@ -12,6 +12,7 @@
 
 #include "../core/math.hpp"
 #include "../core/random.hpp"
+#include "../samplers/gaussian.hpp"
 #include "feature_params.hpp"
 
 // GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "../core/math.hpp"
+#include "../samplers/orthogonal_gaussian.hpp"
 #include "feature_params.hpp"
 
 // GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when

@@ -23,7 +23,8 @@ struct feature_params {
     /// τ > 0: the projection is divided by τ before the activation (elu, softplus,
     /// sigmoid2, softmax_features).
     double temperature = 1.0;
-    /// Added before renormalisation so that features stay strictly positive (≥ 0).
+    /// ≥ 0. Added before renormalisation (softplus, sigmoid2, cos2) so features stay strictly
+    /// positive; elu applies it as a lower clamp max(·, floor).
     double floor = 1e-6;
     /// s > 0 in positive<F>: φ⁺ = ELU(s·φ_F) + 1.
     double scale = 1.0;

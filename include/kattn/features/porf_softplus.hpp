@@ -5,6 +5,7 @@
 //   (linear_attention rejects a non-orthogonal sampler for this map at compile time).
 #pragma once
 
+#include "../samplers/orthogonal_gaussian.hpp"
 #include "softplus.hpp"
 
 namespace kattn::features {
