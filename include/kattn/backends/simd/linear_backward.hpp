@@ -129,15 +129,12 @@ struct backward_kernels {
         const index_t dv = pb.dv;
         transpose(nvalid, dv, pb.v + (p * pb.k_len + i) * dv, dv, b.Vt.data(), nvalid);
         gemm_nn<Arch>(n, nvalid, dv, nb, dv, b.Vt.data(), nvalid, b.Bm.data(), nvalid, false);
-        for (index_t r = 0; r < n; ++r)
-            for (index_t c = 0; c < nvalid; ++c) {
-                T& x = b.Bm[r * nvalid + c];
-                if (c > r) x = 0;
-                else {
-                    x += e[r];
-                    if constexpr (Map::has_stabiliser) x *= std::exp(b.ct.ck[c] - b.ct.Ci[r]);
-                }
-            }
+        for (index_t r = 0; r < n; ++r) {
+            T* row = &b.Bm[r * nvalid];
+            const T er = e[r];
+            ops::transform(nvalid, row, [er](auto x) { using V = decltype(x); return x + V(er); }, row);
+            fwd::mask_row(row, r, nvalid, b.ct.ck.data(), b.ct.Ci[r]);
+        }
     }
 
     /// Causal forward-direction pass over [i0, i1): stores n, e, C_i; ∂Q rows; and (when

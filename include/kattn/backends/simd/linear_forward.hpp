@@ -103,14 +103,19 @@ struct forward_kernels {
         if (nvalid > 0) {
             transpose(nvalid, sp.F, ct.phk.data(), sp.F, ct.kt.data(), nvalid);
             gemm_nn<Arch>(n, nvalid, sp.F, wq.phi.data(), sp.F, ct.kt.data(), nvalid, ct.A.data(), nvalid, false);
-            for (index_t r = 0; r < n; ++r)
-                for (index_t c = 0; c < nvalid; ++c) {
-                    T& a = ct.A[r * nvalid + c];
-                    if (c > r) a = 0;
-                    else if constexpr (Map::has_stabiliser) a *= std::exp(ct.ck[c] - ct.Ci[r]);
-                }
+            for (index_t r = 0; r < n; ++r) mask_row(&ct.A[r * nvalid], r, nvalid, ct.ck.data(), ct.Ci[r]);
         }
         return nvalid;
+    }
+
+    /// Causal mask and stabiliser weights of one row of intra-tile scores:
+    /// a_c ← a_c · e^{c_c − C_r} for c ≤ r (vectorised), 0 for c > r.
+    static void mask_row(T* a, index_t r, index_t nvalid, const T* ck, T Cr) {
+        const index_t nr = std::min(r + 1, nvalid);
+        if constexpr (Map::has_stabiliser)
+            ops::transform(
+                nr, a, [Cr](auto x, auto c) { using V = decltype(x); return x * math::exp(c - V(Cr)); }, a, ck);
+        std::fill(a + nr, a + nvalid, T(0));
     }
 
     /// Inter-tile factor e^{C_state − C_i} for query row r.
