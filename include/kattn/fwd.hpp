@@ -44,6 +44,7 @@ class adam;
 namespace backends {
 struct reference;
 struct simd;
+template <class Policy, class Work> struct thrust;  // <kattn/backends/thrust.hpp>; defaults there
 }  // namespace backends
 
 template <class Map, class Sampler, class Backend, class T> class linear_attention;
