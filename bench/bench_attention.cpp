@@ -1,31 +1,40 @@
 // bench/bench_attention.cpp — throughput benchmark for kattn's attention operators.
 //
-// A benchmark, not a test: nothing here asserts on timing. It times, for a sweep of
-// sequence lengths L (B = 1 by default, H heads, head dim d, value dim dv, m features):
+// A benchmark, not a test: nothing here asserts on timing. For every combination of the
+// --threads, --d, --m and --L lists (B = --batch, H = --heads, dv = d unless --dv is given),
+// it times:
 //
-//   kattn            linear_attention<Map, Sampler, backends::simd, float>, non-causal and causal
+//   kattn            linear_attention<Map, Map::default_sampler, backends::simd, float>, non-causal and causal
 //   kattn_reference  the same with backends::reference (scalar, double inside; L <= 4096 only)
 //   softmax          kattn::softmax_attention<float> (exact, O(L²); skipped above a length / time budget)
-//   sgemm            OpenBLAS cblas_sgemm: a square M=N=K problem (the machine's ceiling, measured at
-//                    the start and at the end of the run) and, per L, the projection-shaped problem
-//                    (B·H·L) × m × d
+//   sgemm            OpenBLAS cblas_sgemm with the same thread count: a square M=N=K problem (the
+//                    machine's ceiling, measured at the start of each thread count and at the end of
+//                    the run) and, per (L, d, m), the projection-shaped problem (B·H·L) × m × d
 //
-// Passes: `forward` is one call of operator(); `backward` is one call of backward(), which
-// recomputes the forward internally (both kattn and softmax do), so its time is
-// forward-recompute + backward proper. Times include allocating the outputs / gradients.
+// Passes: `forward` is one call of operator(). `forward_backward` is one call of backward(),
+// which recomputes the forward internally (kattn and softmax both do) and then runs the
+// backward proper, giving ∂q, ∂k, ∂v (and ∂Ω, ∂b for kattn): it is the forward + backward of a
+// training step. Times include allocating the outputs / gradients.
 //
-// FLOP model (identical for every op, so ratios compare like with like; per head):
+// FLOP model (identical for every op of the same kind, so ratios compare like with like; per head):
 //   linear forward   2·L·d·P (Q projection) + 2·L·d·P (K projection) + 2·L·F·dv (contraction ΦKᵀV)
 //                    + 2·L·F·dv (output ΦQ·S), P = projection columns (= m; a paired map's m already
 //                    counts both halves of each pair), F = feature_dim (favor m, trig 2m, …)
 //   softmax forward  4·L²·d  (QKᵀ and PV; d = dv here), halved when causal
-//   backward         2 × forward FLOPs (the recomputed forward inside backward() is NOT counted)
+//   forward_backward 3 × forward FLOPs (forward + a backward of twice the forward's FLOPs; the
+//                    forward recomputed inside backward() is not credited a second time)
 //   sgemm            2·M·N·K
 // Activation (exp/sin/…) and normalisation costs are not counted. Causal linear attention is
 // credited the same FLOPs as non-causal.
 //
 // The reported time is the median of --repeats runs after one warm-up run; when the warm-up
 // shows a case would exceed --budget seconds, fewer repeats are taken (the count is reported).
+//
+// Memory: before each case the process's peak-RSS counter is reset (Linux: "5" written to
+// /proc/self/clear_refs resets VmHWM), and after it VmHWM is read, so peak_rss_bytes is the
+// peak of that case alone (it includes what was resident before it: the process, the inputs;
+// rss_before_bytes says how much that was). Where the reset is refused the process
+// high-water mark (getrusage) is reported instead and the record says so.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -62,10 +71,14 @@ using tensor4 = xt::xtensor<float, 4>;
 
 struct options {
     std::vector<long> lengths{256, 1024, 4096, 16384, 65536};
-    long d = 64, dv = 64, m = 256, heads = 8, batch = 1;
-    int threads = 0;  // 0 = all
+    std::vector<long> ds{64}, ms{256};
+    std::vector<int> thread_counts{0};  // 0 = all
+    long d = 64, dv = 64, m = 256, heads = 8, batch = 1;  // the current (d, m) of the sweep
+    long dv_fixed = 0;                                    // --dv; 0: dv = d
+    int threads = 0;                                      // the current thread count
     int repeats = 5;
     double budget = 120.0;  // seconds per (op, map, causal, pass, L) case, warm-up included
+    double softmax_budget = 0;  // 0: same as budget
     long reference_max_L = 4096;
     long softmax_max_L = 16384;
     long sgemm_size = 2048;
@@ -82,15 +95,35 @@ struct record {
     long L = 0, d = 0, dv = 0, m = 0, heads = 0, batch = 0;
     int threads = 0, repeats = 0;
     double seconds = NAN, flops = NAN, gflops = NAN, sgemm_fraction = NAN, tokens_per_s = NAN;
-    long peak_rss_bytes = 0;
+    long peak_rss_bytes = 0, rss_before_bytes = 0;
+    bool rss_is_case_peak = false;
     bool skipped = false;
     long sgemm_M = 0, sgemm_N = 0, sgemm_K = 0;
 };
 
-long peak_rss_bytes() {
+long process_peak_rss_bytes() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     return long(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+/// A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 when unavailable.
+long proc_status_bytes(const char* field) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    const std::string key = std::string(field) + ":";
+    while (std::getline(f, line))
+        if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size())) * 1024;  // "NNN kB"
+    return -1;
+}
+
+/// Resets the peak-RSS counter (VmHWM) of this process; false where the kernel refuses.
+bool reset_peak_rss() {
+    std::ofstream f("/proc/self/clear_refs");
+    if (!f) return false;
+    f << "5";
+    f.flush();
+    return bool(f);
 }
 
 std::string cpu_model() {
@@ -191,6 +224,20 @@ double softmax_forward_flops(const options& o, long L, bool causal) {
 class bench {
 public:
     explicit bench(options o) : o_(std::move(o)) {}
+    /// The current (threads, d, dv, m) of the sweep.
+    void set_shape(int threads, long d, long dv, long m) {
+        o_.threads = threads;
+        o_.d = d;
+        o_.dv = dv;
+        o_.m = m;
+    }
+    static std::string fmt(double x, int prec) {
+        std::ostringstream s;
+        s.setf(std::ios::fixed);
+        s.precision(prec);
+        s << x;
+        return s.str();
+    }
 
     std::vector<record> records;
     double ceiling_gflops = NAN;
@@ -218,9 +265,20 @@ public:
             r.gflops = r.flops / r.seconds * 1e-9;
             r.tokens_per_s = r.op == "sgemm" ? NAN : double(r.batch * r.L) / r.seconds;
         }
-        r.peak_rss_bytes = peak_rss_bytes();
+        if (r.rss_is_case_peak) {
+            r.peak_rss_bytes = proc_status_bytes("VmHWM");
+        } else {
+            r.peak_rss_bytes = process_peak_rss_bytes();
+            if (!r.skipped) r.note += std::string(r.note.empty() ? "" : "; ") + "peak RSS: process high-water mark";
+        }
         records.push_back(r);
         print_row(records.back(), false);
+    }
+
+    /// Starts a case: resets the peak-RSS counter and notes the resident size before it.
+    void start_case(record& r) {
+        r.rss_before_bytes = proc_status_bytes("VmRSS");
+        r.rss_is_case_peak = reset_peak_rss() && proc_status_bytes("VmHWM") > 0;
     }
 
     void skip(record r, const std::string& why) {
@@ -243,6 +301,7 @@ public:
         r.m = N;
         r.heads = 0;
         r.flops = 2.0 * double(M) * N * K;
+        start_case(r);
         // Small problems: batch several calls per timed run so one run is >= ~20 ms.
         const int inner = std::max(1, int(0.02 / (r.flops / 50e9)));
         auto [t, n] = time_median(
@@ -255,6 +314,7 @@ public:
         r.seconds = t / inner;
         r.repeats = n;
         if (inner > 1) r.note = "x" + std::to_string(inner) + " calls per run";
+        if (label == "square_end") r.note += std::string(r.note.empty() ? "" : "; ") + "drift check";
         r.sgemm_fraction = std::isnan(ceiling_gflops) ? 1.0 : (r.flops / r.seconds * 1e-9) / ceiling_gflops;
         finish(r);
         return records.back().gflops;
@@ -262,16 +322,16 @@ public:
 
     // ---- linear attention -------------------------------------------------------------
     template <class Map, class Backend>
-    void linear(const std::string& op, const inputs& in, long L, bool causal) {
+    void linear(const std::string& op, const std::string& name, const inputs& in, long L, bool causal) {
         using attn_t = kattn::linear_attention<Map, typename Map::default_sampler, Backend, float>;
         kattn::attention_config cfg{.head_dim = o_.d, .value_dim = o_.dv, .num_features = o_.m, .seed = o_.seed};
         cfg.check_finite = false;  // hot path: inputs are known finite
         const attn_t attn(cfg);
         const double fwd = linear_forward_flops<Map>(o_, L);
-        for (const char* pass : {"forward", "backward"}) {
-            record r = base(op, Map::name, causal, pass, L);
-            const bool bwd = std::string(pass) == "backward";
-            r.flops = bwd ? 2.0 * fwd : fwd;
+        for (const char* pass : {"forward", "forward_backward"}) {
+            record r = base(op, name, causal, pass, L);
+            const bool bwd = std::string(pass) == "forward_backward";
+            r.flops = bwd ? 3.0 * fwd : fwd;
             std::function<void()> fn;
             if (!bwd && !causal) fn = [&] { auto out = attn(in.q, in.k, in.v); };
             if (!bwd && causal) fn = [&] { auto out = attn(in.q, in.k, in.v, kattn::causal); };
@@ -287,19 +347,21 @@ public:
         scfg.check_finite = false;  // hot path: inputs are known finite
         const kattn::softmax_attention<float> attn(scfg);
         const double fwd = softmax_forward_flops(o_, L, causal);
-        for (const char* pass : {"forward", "backward"}) {
+        for (const char* pass : {"forward", "forward_backward"}) {
             record r = base("softmax", "exact", causal, pass, L);
-            const bool bwd = std::string(pass) == "backward";
-            r.flops = bwd ? 2.0 * fwd : fwd;
+            const bool bwd = std::string(pass) == "forward_backward";
+            r.flops = bwd ? 3.0 * fwd : fwd;
             if (L > o_.softmax_max_L) {
                 skip(r, "L > " + std::to_string(o_.softmax_max_L) + " (quadratic)");
                 continue;
             }
             // Estimate one run from the last measured softmax rate of this (pass, causal).
-            const auto key = std::string(pass) + (causal ? "c" : "n");
+            const auto key = std::string(pass) + (causal ? "c" : "n") + std::to_string(threads()) + "/" +
+                             std::to_string(o_.d);
             const double rate = softmax_rate_.count(key) ? softmax_rate_[key] : 5e9;
             const double est = r.flops / rate;
-            if (est * 2 > o_.budget) {
+            const double budget = o_.softmax_budget > 0 ? o_.softmax_budget : o_.budget;
+            if (est * 2 > budget) {
                 std::ostringstream s;
                 s.precision(3);
                 s << "est. " << est << " s/run > budget/2";
@@ -311,14 +373,15 @@ public:
             if (!bwd && causal) fn = [&] { auto out = attn(in.q, in.k, in.v, kattn::causal); };
             if (bwd && !causal) fn = [&] { auto g = attn.backward(in.q, in.k, in.v, in.dout); };
             if (bwd && causal) fn = [&] { auto g = attn.backward(in.q, in.k, in.v, in.dout, kattn::causal); };
-            run_case(r, fn);
+            run_case(r, fn, budget);
             if (!records.back().skipped) softmax_rate_[key] = r.flops / records.back().seconds;
         }
     }
 
-    void run_case(record& r, const std::function<void()>& fn) {
+    void run_case(record& r, const std::function<void()>& fn, double budget = 0) {
+        start_case(r);
         try {
-            auto [t, n] = time_median(fn, o_.repeats, o_.budget);
+            auto [t, n] = time_median(fn, o_.repeats, budget > 0 ? budget : o_.budget);
             r.seconds = t;
             r.repeats = n;
             r.sgemm_fraction = (r.flops / t * 1e-9) / ceiling_gflops;
@@ -331,7 +394,7 @@ public:
 
     // ---- output -------------------------------------------------------------------------
     static void print_header() {
-        std::printf("%-16s %-16s %-6s %-8s %6s %4s %4s %5s %3s %3s %11s %9s %7s %11s %9s  %s\n", "op", "map", "causal",
+        std::printf("%-15s %-23s %-6s %-16s %6s %4s %4s %5s %3s %3s %11s %9s %7s %11s %9s  %s\n", "op", "map", "causal",
                     "pass", "L", "d", "m", "heads", "thr", "rep", "median_s", "GFLOP/s", "%SGEMM", "tokens/s",
                     "peakRSS", "note");
     }
@@ -349,7 +412,7 @@ public:
             if (std::isnan(r.tokens_per_s)) std::snprintf(tok, sizeof tok, "-");
             else std::snprintf(tok, sizeof tok, "%.3e", r.tokens_per_s);
         }
-        std::printf("%-16s %-16s %-6s %-8s %6ld %4ld %4ld %5ld %3d %3d %11s %9s %7s %11s %7.0fMB  %s\n", r.op.c_str(),
+        std::printf("%-15s %-23s %-6s %-16s %6ld %4ld %4ld %5ld %3d %3d %11s %9s %7s %11s %7.0fMB  %s\n", r.op.c_str(),
                     r.map.c_str(), r.causal ? "yes" : "no", r.pass.c_str(), r.L, r.d, r.m, r.heads, r.threads,
                     r.repeats, sec, gf, fr, tok, double(r.peak_rss_bytes) / (1 << 20), r.note.c_str());
         std::fflush(stdout);
@@ -362,21 +425,27 @@ private:
 
 // ------------------------------------------------------------------ map dispatch
 
-using linear_fn = void (*)(bench&, const std::string&, const inputs&, long, bool, bool);
+using linear_fn = void (*)(bench&, const std::string&, const std::string&, const inputs&, long, bool, bool);
 
 template <class Map>
-void run_map(bench& b, const std::string& op, const inputs& in, long L, bool causal, bool reference) {
-    if (reference) b.linear<Map, kattn::backends::reference>(op, in, L, causal);
-    else b.linear<Map, kattn::backends::simd>(op, in, L, causal);
+void run_map(bench& b, const std::string& op, const std::string& name, const inputs& in, long L, bool causal,
+             bool reference) {
+    if (reference) b.linear<Map, kattn::backends::reference>(op, name, in, L, causal);
+    else b.linear<Map, kattn::backends::simd>(op, name, in, L, causal);
 }
 
-const std::map<std::string, linear_fn>& map_table() {
-    static const std::map<std::string, linear_fn> t{
-        {"favor", &run_map<kattn::features::favor>},
-        {"favor_hyperbolic", &run_map<kattn::features::favor_hyperbolic>},
-        {"trig", &run_map<kattn::features::trig>},
-        {"elu", &run_map<kattn::features::elu>},
-        {"nonstationary", &run_map<kattn::features::nonstationary>},
+/// --maps name -> (name recorded in the results, runner).
+const std::map<std::string, std::pair<std::string, linear_fn>>& map_table() {
+    namespace f = kattn::features;
+    static const std::map<std::string, std::pair<std::string, linear_fn>> t{
+        {"favor", {"favor", &run_map<f::favor>}},
+        {"favor_hyperbolic", {"favor_hyperbolic", &run_map<f::favor_hyperbolic>}},
+        {"trig", {"trig", &run_map<f::trig>}},
+        {"elu", {"elu", &run_map<f::elu>}},
+        {"nonstationary", {"nonstationary", &run_map<f::nonstationary>}},
+        {"positive_nonstationary", {"positive<nonstationary>", &run_map<f::positive<f::nonstationary>>}},
+        {"positive<nonstationary>", {"positive<nonstationary>", &run_map<f::positive<f::nonstationary>>}},
+        {"softmax_features", {"softmax_features", &run_map<f::softmax_features>}},
     };
     return t;
 }
@@ -390,7 +459,8 @@ nlohmann::json to_json(const record& r) {
         {"batch", r.batch},     {"threads", r.threads}, {"repeats", r.repeats},
         {"seconds", num(r.seconds)}, {"flops", num(r.flops)}, {"gflops", num(r.gflops)},
         {"sgemm_fraction", num(r.sgemm_fraction)},      {"tokens_per_s", num(r.tokens_per_s)},
-        {"peak_rss_bytes", r.peak_rss_bytes},           {"skipped", r.skipped},
+        {"peak_rss_bytes", r.peak_rss_bytes},           {"rss_before_bytes", r.rss_before_bytes},
+        {"peak_rss_is_per_case", r.rss_is_case_peak},  {"skipped", r.skipped},
         {"note", r.note},
     };
     if (r.op == "sgemm") j["sgemm_shape"] = {r.sgemm_M, r.sgemm_N, r.sgemm_K};
@@ -406,23 +476,39 @@ std::vector<std::string> split(const std::string& s) {
     return out;
 }
 
+template <class T>
+std::vector<T> parse_list(const std::string& s, const char* what) {
+    std::vector<T> out;
+    for (const auto& x : split(s)) {
+        const long v = std::stol(x);
+        if (v < 0) throw std::invalid_argument(std::string(what) + ": negative value " + x);
+        out.push_back(T(v));
+    }
+    if (out.empty()) throw std::invalid_argument(std::string(what) + ": empty list");
+    return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     options o;
     CLI::App app{"kattn attention benchmark: linear (simd, reference), exact softmax, and an SGEMM ceiling"};
-    std::string lengths_arg, maps_arg;
+    std::string lengths_arg, maps_arg, d_arg, m_arg, threads_arg;
     app.add_option("--L", lengths_arg, "comma-separated sequence lengths (default 256,1024,4096,16384,65536)");
-    app.add_option("--d", o.d, "query/key head dimension")->check(CLI::PositiveNumber);
-    app.add_option("--dv", o.dv, "value dimension")->check(CLI::PositiveNumber);
-    app.add_option("--m", o.m, "num_features (columns of Omega; paired maps: both halves)")->check(CLI::PositiveNumber);
+    app.add_option("--d", d_arg, "query/key head dimension(s), comma-separated (default 64)");
+    app.add_option("--dv", o.dv_fixed, "value dimension (default: = d)")->check(CLI::PositiveNumber);
+    app.add_option("--m", m_arg, "num_features (columns of Omega; paired maps: both halves), comma-separated (256)");
     app.add_option("--heads", o.heads, "heads")->check(CLI::PositiveNumber);
     app.add_option("--batch", o.batch, "batch size")->check(CLI::PositiveNumber);
-    app.add_option("--threads", o.threads, "threads for OpenMP and OpenBLAS (default: all)")->check(CLI::NonNegativeNumber);
+    app.add_option("--threads", threads_arg,
+                   "thread count(s) for OpenMP and OpenBLAS, comma-separated; 0 = all (default: all)");
     app.add_option("--repeats", o.repeats, "timed runs per case after 1 warm-up; the median is reported")
         ->check(CLI::PositiveNumber);
     app.add_option("--budget", o.budget, "seconds per case (warm-up included): fewer repeats, or skip softmax");
-    app.add_option("--maps", maps_arg, "comma-separated maps: favor,favor_hyperbolic,trig,elu,nonstationary");
+    app.add_option("--softmax-budget", o.softmax_budget, "seconds per softmax case (default: --budget)");
+    app.add_option("--maps", maps_arg,
+                   "comma-separated maps: favor,favor_hyperbolic,trig,elu,nonstationary,positive_nonstationary,"
+                   "softmax_features");
     app.add_option("--reference-max-L", o.reference_max_L, "largest L for the reference backend");
     app.add_option("--softmax-max-L", o.softmax_max_L, "largest L for exact softmax attention");
     app.add_option("--sgemm-size", o.sgemm_size, "M=N=K of the square SGEMM ceiling");
@@ -435,10 +521,22 @@ int main(int argc, char** argv) {
     app.add_flag("--no-causal", o.no_causal, "only non-causal attention");
     CLI11_PARSE(app, argc, argv);
 
-    if (!lengths_arg.empty()) {
-        o.lengths.clear();
-        for (const auto& s : split(lengths_arg)) o.lengths.push_back(std::stol(s));
+    const int all_threads = omp_get_max_threads();
+    try {
+        if (!lengths_arg.empty()) o.lengths = parse_list<long>(lengths_arg, "--L");
+        if (!d_arg.empty()) o.ds = parse_list<long>(d_arg, "--d");
+        if (!m_arg.empty()) o.ms = parse_list<long>(m_arg, "--m");
+        if (!threads_arg.empty()) o.thread_counts = parse_list<int>(threads_arg, "--threads");
+    } catch (const std::exception& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
     }
+    for (auto& t : o.thread_counts)
+        if (t == 0) t = all_threads;
+    for (long x : o.ds)
+        if (x < 1) return std::cerr << "--d must be >= 1\n", 2;
+    for (long x : o.ms)
+        if (x < 1) return std::cerr << "--m must be >= 1\n", 2;
     if (!maps_arg.empty()) o.maps = split(maps_arg);
     for (const auto& mp : o.maps)
         if (!map_table().count(mp)) {
@@ -449,88 +547,114 @@ int main(int argc, char** argv) {
         std::erase_if(o.lengths, [](long L) { return L > 4096; });
         if (app.count("--repeats") == 0) o.repeats = 3;
     }
-    if (o.threads > 0) omp_set_num_threads(o.threads);
-    const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
-    openblas_set_num_threads(threads);
 
     const std::string cpu = cpu_model(), date = utc_now();
-    std::printf("# kattn bench_attention  %s\n# cpu: %s [%s], %d threads, simd arch: %s\n# compiler: %s\n"
+    std::printf("# kattn bench_attention  %s\n# cpu: %s [%s], %d logical CPUs, simd arch: %s\n# compiler: %s\n"
                 "# openblas: %s\n",
-                date.c_str(), cpu.c_str(), cpu_flags_summary().c_str(), threads, xsimd::default_arch::name(),
+                date.c_str(), cpu.c_str(), cpu_flags_summary().c_str(), omp_get_num_procs(), xsimd::default_arch::name(),
                 compiler().c_str(), openblas_get_config());
-    std::printf("# B=%ld H=%ld d=%ld dv=%ld m=%ld float; median of %d after 1 warm-up; budget %.0f s/case\n", o.batch,
-                o.heads, o.d, o.dv, o.m, o.repeats, o.budget);
-    std::printf("# backward = one backward() call, which recomputes the forward; FLOPs credited = 2x forward\n\n");
+    std::printf("# B=%ld H=%ld float; median of %d after 1 warm-up; budget %.0f s/case\n", o.batch, o.heads, o.repeats,
+                o.budget);
+    std::printf("# forward_backward = one backward() call (recomputes the forward, then the backward); FLOPs credited = "
+                "3x forward\n\n");
 
     bench b(o);
     bench::print_header();
-    b.ceiling_gflops = b.sgemm(o.sgemm_size, o.sgemm_size, o.sgemm_size, "square", 0);
-
-    for (long L : o.lengths) {
-        const float s = 1.0f;  // N(0,1) entries: scale·q·k = q·k/√d has unit variance
-        inputs in{random_tensor(o.batch, o.heads, L, o.d, o.seed, 0, s), random_tensor(o.batch, o.heads, L, o.d, o.seed, 1, s),
-                  random_tensor(o.batch, o.heads, L, o.dv, o.seed, 2, 1.0f),
-                  random_tensor(o.batch, o.heads, L, o.dv, o.seed, 3, 1.0f)};
-        // Projection-shaped SGEMM: all (B·H·L) rows of Q times Ω (d × m).
-        b.sgemm(o.batch * o.heads * L, o.m, o.d, "proj", L);
-        for (bool causal : {false, true}) {
-            if (causal && o.no_causal) continue;
-            for (const auto& mp : o.maps) map_table().at(mp)(b, "kattn", in, L, causal, false);
-            if (!o.no_reference)
-                for (const auto& mp : o.maps) {
-                    if (L > o.reference_max_L) {
-                        for (const char* pass : {"forward", "backward"})
-                            b.skip(b.base("kattn_reference", mp, causal, pass, L),
-                                   "L > " + std::to_string(o.reference_max_L) + " (scalar oracle)");
-                        continue;
+    nlohmann::json ceilings = nlohmann::json::object();
+    for (int threads : o.thread_counts) {
+        omp_set_num_threads(threads);
+        openblas_set_num_threads(threads);
+        b.set_shape(threads, o.ds.front(), o.dv_fixed ? o.dv_fixed : o.ds.front(), o.ms.front());
+        b.ceiling_gflops = NAN;
+        b.ceiling_gflops = b.sgemm(o.sgemm_size, o.sgemm_size, o.sgemm_size, "square", 0);
+        ceilings[std::to_string(threads)] = b.ceiling_gflops;
+        for (long d : o.ds)
+            for (long m : o.ms) {
+                const long dv = o.dv_fixed ? o.dv_fixed : d;
+                b.set_shape(threads, d, dv, m);
+                for (long L : o.lengths) {
+                    const float s = 1.0f;  // N(0,1) entries: scale·q·k = q·k/√d has unit variance
+                    inputs in{random_tensor(o.batch, o.heads, L, d, o.seed, 0, s),
+                              random_tensor(o.batch, o.heads, L, d, o.seed, 1, s),
+                              random_tensor(o.batch, o.heads, L, dv, o.seed, 2, 1.0f),
+                              random_tensor(o.batch, o.heads, L, dv, o.seed, 3, 1.0f)};
+                    // Projection-shaped SGEMM: all (B·H·L) rows of Q times Ω (d × m).
+                    b.sgemm(o.batch * o.heads * L, m, d, "proj", L);
+                    for (bool causal : {false, true}) {
+                        if (causal && o.no_causal) continue;
+                        for (const auto& mp : o.maps) {
+                            const auto& [name, fn] = map_table().at(mp);
+                            fn(b, "kattn", name, in, L, causal, false);
+                        }
+                        if (!o.no_reference)
+                            for (const auto& mp : o.maps) {
+                                const auto& [name, fn] = map_table().at(mp);
+                                if (L > o.reference_max_L) {
+                                    for (const char* pass : {"forward", "forward_backward"})
+                                        b.skip(b.base("kattn_reference", name, causal, pass, L),
+                                               "L > " + std::to_string(o.reference_max_L) + " (scalar oracle)");
+                                    continue;
+                                }
+                                fn(b, "kattn_reference", name, in, L, causal, true);
+                            }
+                        if (!o.no_softmax) b.softmax(in, L, causal);
                     }
-                    map_table().at(mp)(b, "kattn_reference", in, L, causal, true);
                 }
-            if (!o.no_softmax) b.softmax(in, L, causal);
-        }
+            }
     }
+    const int last_threads = o.thread_counts.back();
     const double end_ceiling = b.sgemm(o.sgemm_size, o.sgemm_size, o.sgemm_size, "square_end", 0);
-    std::printf("\n# SGEMM ceiling %ldx%ldx%ld: %.1f GFLOP/s at start, %.1f GFLOP/s at end (fractions use the start)\n",
-                o.sgemm_size, o.sgemm_size, o.sgemm_size, b.ceiling_gflops, end_ceiling);
+    std::printf("\n# SGEMM ceiling %ldx%ldx%ld (GFLOP/s by threads): %s; at the end (%d threads): %.1f\n", o.sgemm_size,
+                o.sgemm_size, o.sgemm_size, ceilings.dump().c_str(), last_threads, end_ceiling);
 
     // Crossover: smallest measured L at which kattn (simd, first map) is faster than softmax,
-    // per (causal, pass), with a log-log interpolation between the bracketing lengths.
+    // per (threads, d, m, causal, pass), with a log-log interpolation between the bracketing lengths.
     nlohmann::json crossovers = nlohmann::json::array();
-    for (bool causal : {false, true})
-        for (const char* pass : {"forward", "backward"}) {
-            if (causal && o.no_causal) continue;
-            std::vector<std::pair<long, double>> ratio;  // L, t_kattn / t_softmax
-            for (long L : o.lengths) {
-                const record *lin = nullptr, *sm = nullptr;
-                for (const auto& r : b.records)
-                    if (r.L == L && r.causal == causal && r.pass == pass && !r.skipped) {
-                        if (r.op == "kattn" && r.map == o.maps.front()) lin = &r;
-                        if (r.op == "softmax") sm = &r;
+    const std::string first_map = map_table().at(o.maps.front()).first;
+    for (int threads : o.thread_counts)
+        for (long d : o.ds)
+            for (long m : o.ms)
+                for (bool causal : {false, true})
+                    for (const char* pass : {"forward", "forward_backward"}) {
+                        if (causal && o.no_causal) continue;
+                        std::vector<std::pair<long, double>> ratio;  // L, t_kattn / t_softmax
+                        for (long L : o.lengths) {
+                            const record *lin = nullptr, *sm = nullptr;
+                            for (const auto& r : b.records)
+                                if (r.L == L && r.causal == causal && r.pass == pass && !r.skipped &&
+                                    r.threads == threads && r.d == d && r.m == m) {
+                                    if (r.op == "kattn" && r.map == first_map) lin = &r;
+                                    if (r.op == "softmax") sm = &r;
+                                }
+                            if (lin && sm) ratio.emplace_back(L, lin->seconds / sm->seconds);
+                        }
+                        if (ratio.empty()) continue;
+                        nlohmann::json c{{"causal", causal}, {"pass", pass}, {"map", first_map},
+                                         {"threads", threads}, {"d", d},    {"m", m}};
+                        std::string text = "not reached in the measured lengths";
+                        for (std::size_t i = 0; i < ratio.size(); ++i)
+                            if (ratio[i].second < 1) {
+                                c["first_faster_L"] = ratio[i].first;
+                                text = "kattn faster from L = " + std::to_string(ratio[i].first);
+                                if (i > 0) {
+                                    const double x0 = std::log(double(ratio[i - 1].first));
+                                    const double x1 = std::log(double(ratio[i].first));
+                                    const double y0 = std::log(ratio[i - 1].second), y1 = std::log(ratio[i].second);
+                                    const double Lx = std::exp(x0 + (0 - y0) * (x1 - x0) / (y1 - y0));
+                                    c["interpolated_L"] = Lx;
+                                    text += " (log-log interpolated crossover L ~ " +
+                                            std::to_string(long(std::lround(Lx))) + ")";
+                                } else {
+                                    text += " (the shortest length measured)";
+                                }
+                                break;
+                            }
+                        c["ratios"] = ratio;
+                        crossovers.push_back(c);
+                        std::printf("# crossover %s vs softmax (%d threads, d=%ld, m=%ld, %s, %s): %s\n",
+                                    first_map.c_str(), threads, d, m, causal ? "causal" : "non-causal", pass,
+                                    text.c_str());
                     }
-                if (lin && sm) ratio.emplace_back(L, lin->seconds / sm->seconds);
-            }
-            nlohmann::json c{{"causal", causal}, {"pass", pass}, {"map", o.maps.front()}};
-            std::string text = "not reached in the measured lengths";
-            for (std::size_t i = 0; i < ratio.size(); ++i)
-                if (ratio[i].second < 1) {
-                    c["first_faster_L"] = ratio[i].first;
-                    text = "kattn faster from L = " + std::to_string(ratio[i].first);
-                    if (i > 0) {
-                        const double x0 = std::log(double(ratio[i - 1].first)), x1 = std::log(double(ratio[i].first));
-                        const double y0 = std::log(ratio[i - 1].second), y1 = std::log(ratio[i].second);
-                        const double Lx = std::exp(x0 + (0 - y0) * (x1 - x0) / (y1 - y0));
-                        c["interpolated_L"] = Lx;
-                        text += " (log-log interpolated crossover L ~ " + std::to_string(long(std::lround(Lx))) + ")";
-                    } else {
-                        text += " (the shortest length measured)";
-                    }
-                    break;
-                }
-            c["ratios"] = ratio;
-            crossovers.push_back(c);
-            std::printf("# crossover %s vs softmax (%s, %s): %s\n", o.maps.front().c_str(),
-                        causal ? "causal" : "non-causal", pass, text.c_str());
-        }
 
     if (!o.json_file.empty()) {
         nlohmann::json j;
@@ -542,19 +666,25 @@ int main(int argc, char** argv) {
         j["date"] = date;
         j["compiler"] = compiler();
         j["commit"] = o.commit;
-        j["config"] = {{"lengths", o.lengths}, {"d", o.d},         {"dv", o.dv},           {"m", o.m},
-                       {"heads", o.heads},     {"batch", o.batch}, {"threads", threads},   {"repeats", o.repeats},
-                       {"budget_s", o.budget}, {"maps", o.maps},   {"quick", o.quick},     {"seed", o.seed}};
-        j["sgemm_ceiling_gflops"] = b.ceiling_gflops;
+        std::vector<std::string> map_names;
+        for (const auto& mp : o.maps) map_names.push_back(map_table().at(mp).first);
+        j["config"] = {{"lengths", o.lengths},        {"d", o.ds},           {"dv", o.dv_fixed ? nlohmann::json(o.dv_fixed) : nlohmann::json("d")},
+                       {"m", o.ms},                   {"heads", o.heads},    {"batch", o.batch},
+                       {"threads", o.thread_counts},  {"repeats", o.repeats}, {"budget_s", o.budget},
+                       {"maps", map_names},           {"quick", o.quick},    {"seed", o.seed}};
+        j["sgemm_ceiling_gflops"] = ceilings;
         j["sgemm_ceiling_end_gflops"] = end_ceiling;
         j["crossovers"] = crossovers;
         j["notes"] = {
             "seconds: median of `repeats` timed runs after one warm-up",
-            "backward: one backward() call, which recomputes the forward internally; credited 2x forward FLOPs",
+            "forward_backward: one backward() call, which recomputes the forward and runs the backward; credited 3x "
+            "forward FLOPs",
             "flops (per head): linear 2*L*d*P for Q and for K, 2*L*F*dv contraction, 2*L*F*dv output; softmax "
             "4*L^2*d, halved when causal; sgemm 2*M*N*K",
-            "sgemm_fraction: gflops / sgemm_ceiling_gflops (square SGEMM at the start of the same run)",
-            "peak_rss_bytes: getrusage ru_maxrss after the case, the process high-water mark (monotone)"};
+            "sgemm_fraction: gflops / sgemm_ceiling_gflops[threads] (square SGEMM, same thread count, same run)",
+            "peak_rss_bytes: VmHWM of the case alone (reset through /proc/self/clear_refs before it), including what "
+            "was resident before it (rss_before_bytes: the process and the inputs); peak_rss_is_per_case false: "
+            "getrusage high-water mark of the process"};
         nlohmann::json recs = nlohmann::json::array();
         for (const auto& r : b.records) recs.push_back(to_json(r));
         j["records"] = recs;
