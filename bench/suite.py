@@ -307,6 +307,8 @@ def main():
                    "args": parse_config(a.config) + rest + (["--no-reference"] if a.config else [])}]
     else:
         blocks = FULL_BLOCKS if a.suite == "full" else BLOCKS
+        # the scalar reference backend is an oracle for the tests, not a peer: off in the suite
+        blocks = [dict(b, args=b["args"] + ["--no-reference"]) for b in blocks]
 
     tpy, tver = (None, None) if a.no_torch else torch_python(a.torch_python)
     if a.no_torch:
