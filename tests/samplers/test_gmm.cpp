@@ -716,7 +716,7 @@ TEST_CASE("gmm: bad inputs throw kattn::error naming the argument") {
     // A symmetric full-covariance mixture above 16 dimensions samples, but its density and
     // kernels (2^D sign patterns) refuse.
     const auto big = ks::gmm::ngsm(9, 1, 0, {.rho = 0.3, .symmetric = true});
-    std::vector<double> wbig(18, 0.0);
+    std::vector<double> wbig(18 * 4, 0.0);  // 4 vectors of dimension 18
     CHECK_NOTHROW(big.sample(kattn::sampler_params{}, 18, 4, 0, wbig.data()));
     check_error([&] { (void)big.log_prob(wbig.data()); }, {"'symmetric'", "16"});
     check_error([&] { (void)big.expected_cos(wbig.data()); }, {"'symmetric'"});
