@@ -10,10 +10,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <xsimd/xsimd.hpp>
 
 #include "../../core/config.hpp"
+
+#if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+#include "../../backends/simd/gemm.hpp"
+#endif
 
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
 #define KATTN_SOFTMAX_USE_XSIMD 1
@@ -132,7 +137,7 @@ struct problem {
 /// log-sum-exp of the scaled scores. srow is scratch of block_k values.
 /// Returns false if a score was not finite (overflow of scale·q·k in T, or non-finite input).
 template <class T>
-bool forward(const problem<T>& p, T* out, T* lse, T* srow) {
+bool forward_rows(const problem<T>& p, T* out, T* lse, T* srow) {
     constexpr T neg_inf = -std::numeric_limits<T>::infinity();
     const index_t d = p.d, dv = p.dv;
     bool ok = true;
@@ -183,8 +188,8 @@ bool forward(const problem<T>& p, T* out, T* lse, T* srow) {
 /// drow is scratch of q_len values (D_i = dout_i·out_i), srow scratch of block_k values.
 /// Writes dq [q_len, d], dk [k_len, d], dv [k_len, dv] (overwritten, padded keys get 0).
 template <class T>
-void backward(const problem<T>& p, const T* dout, const T* out, const T* lse, T* drow, T* srow, T* dq, T* dk,
-              T* dvv) {
+void backward_rows(const problem<T>& p, const T* dout, const T* out, const T* lse, T* drow, T* srow, T* dq, T* dk,
+                   T* dvv) {
     const index_t d = p.d, dv = p.dv;
     for (index_t i = 0; i < p.q_len; ++i) drow[i] = dot(dout + i * dv, out + i * dv, dv);
     std::fill(dq, dq + p.q_len * d, T(0));
@@ -214,7 +219,131 @@ void backward(const problem<T>& p, const T* dout, const T* out, const T* lse, T*
     }
 }
 
+#if KATTN_SOFTMAX_USE_XSIMD
+// ---------------------------------------------------------------- tiled kernels (GEMM tiles)
+//
+// Blocks of tile × tile scores are products of register-blocked GEMM tiles
+// (backends/simd/gemm.hpp): S = Q_I K_Jᵀ, O_I += P V_J, and in the backward dV_J += Pᵀ dO_I,
+// dP = dO_I V_Jᵀ, dQ_I += dS K_J, dK_J += dSᵀ Q_I. Query and key blocks are aligned, so
+// every processed row has at least one unmasked key in every processed block.
+
+inline constexpr index_t tile = 64;
+
+template <class T>
+using gemm_arch = xsimd::default_arch;
+
+/// Scores of query block [i0, i0+nq) against key block [j0, j0+nk): S = scale·Q Kᵀ with the
+/// causal mask (−inf above the diagonal). kt is Kᵀ (d × k_len).
+template <class T>
+void block_scores(const problem<T>& p, const T* kt, index_t i0, index_t nq, index_t j0, index_t nk, T* S) {
+    gemm_nn<gemm_arch<T>>(nq, nk, p.d, p.q + i0 * p.d, p.d, kt + j0, p.k_len, S, tile, false);
+    constexpr T neg_inf = -std::numeric_limits<T>::infinity();
+    for (index_t r = 0; r < nq; ++r) {
+        T* row = S + r * tile;
+        const index_t je = p.key_end(i0 + r) - j0;  // ≥ 1 for aligned blocks
+        scal(p.scale, row, std::min(nk, je));
+        for (index_t c = std::max<index_t>(je, 0); c < nk; ++c) row[c] = neg_inf;
+    }
+}
+
+template <class T>
+bool forward_tiled(const problem<T>& p, T* out, T* lse) {
+    const index_t d = p.d, dv = p.dv;
+    std::vector<T> kt(static_cast<std::size_t>(d * p.k_len)), S(static_cast<std::size_t>(tile * tile));
+    transpose(p.k_len, d, p.k, d, kt.data(), p.k_len);
+    T m[tile], l[tile];
+    bool ok = true;
+    for (index_t i0 = 0; i0 < p.q_len; i0 += tile) {
+        const index_t nq = std::min(tile, p.q_len - i0);
+        std::fill(out + i0 * dv, out + (i0 + nq) * dv, T(0));
+        std::fill(m, m + tile, -std::numeric_limits<T>::infinity());
+        std::fill(l, l + tile, T(0));
+        const index_t jmax = p.key_end(i0 + nq - 1);
+        for (index_t j0 = 0; j0 < jmax; j0 += tile) {
+            const index_t nk = std::min(tile, jmax - j0);
+            block_scores(p, kt.data(), i0, nq, j0, nk, S.data());
+            for (index_t r = 0; r < nq; ++r) {
+                T* row = S.data() + r * tile;
+                T bm = row[0];
+                for (index_t c = 1; c < nk; ++c) bm = std::max(bm, row[c]);
+                if (!std::isfinite(bm)) ok = false;
+                if (bm > m[r]) {
+                    const T alpha = std::exp(m[r] - bm);
+                    l[r] *= alpha;
+                    scal(alpha, out + (i0 + r) * dv, dv);
+                    m[r] = bm;
+                }
+                l[r] += exp_shift_sum(row, nk, m[r]);  // masked entries: exp(−inf) = 0
+            }
+            gemm_nn<gemm_arch<T>>(nq, dv, nk, S.data(), tile, p.v + j0 * dv, dv, out + i0 * dv, dv, true);
+        }
+        for (index_t r = 0; r < nq; ++r) {
+            scal(T(1) / l[r], out + (i0 + r) * dv, dv);
+            if (lse) lse[i0 + r] = m[r] + std::log(l[r]);
+        }
+    }
+    return ok;
+}
+
+template <class T>
+void backward_tiled(const problem<T>& p, const T* dout, const T* out, const T* lse, T* drow, T* dq, T* dk, T* dvv) {
+    const index_t d = p.d, dv = p.dv;
+    for (index_t i = 0; i < p.q_len; ++i) drow[i] = dot(dout + i * dv, out + i * dv, dv);
+    std::fill(dq, dq + p.q_len * d, T(0));
+    std::fill(dk, dk + p.k_len * d, T(0));
+    std::fill(dvv, dvv + p.k_len * dv, T(0));
+    std::vector<T> kt(static_cast<std::size_t>(d * p.k_len)), vt(static_cast<std::size_t>(dv * tile)),
+        P(static_cast<std::size_t>(tile * tile)), dP(static_cast<std::size_t>(tile * tile));
+    transpose(p.k_len, d, p.k, d, kt.data(), p.k_len);
+    for (index_t j0 = 0; j0 < p.n_keys; j0 += tile) {
+        const index_t nk = std::min(tile, p.n_keys - j0);
+        transpose(nk, dv, p.v + j0 * dv, dv, vt.data(), tile);
+        for (index_t i0 = p.causal ? (j0 / tile) * tile : 0; i0 < p.q_len; i0 += tile) {
+            const index_t nq = std::min(tile, p.q_len - i0);
+            block_scores(p, kt.data(), i0, nq, j0, nk, P.data());
+            for (index_t r = 0; r < nq; ++r) exp_shift_sum(P.data() + r * tile, nk, lse[i0 + r]);  // P_ij
+            // dV_J += Pᵀ dO_I;  dP = dO_I V_Jᵀ;  dS = scale·P ⊙ (dP − D_i)
+            gemm_tn<gemm_arch<T>>(nk, dv, nq, P.data(), tile, dout + i0 * dv, dv, dvv + j0 * dv, dv, true);
+            gemm_nn<gemm_arch<T>>(nq, nk, dv, dout + i0 * dv, dv, vt.data(), tile, dP.data(), tile, false);
+            for (index_t r = 0; r < nq; ++r) {
+                const T Di = drow[i0 + r];
+                T* pr = P.data() + r * tile;
+                const T* dpr = dP.data() + r * tile;
+                for (index_t c = 0; c < nk; ++c) pr[c] = p.scale * pr[c] * (dpr[c] - Di);
+            }
+            // dQ_I += dS K_J;  dK_J += dSᵀ Q_I
+            gemm_nn<gemm_arch<T>>(nq, d, nk, P.data(), tile, p.k + j0 * d, d, dq + i0 * d, d, true);
+            gemm_tn<gemm_arch<T>>(nk, d, nq, P.data(), tile, p.q + i0 * d, d, dk + j0 * d, d, true);
+        }
+    }
+}
+#endif
+
+/// Forward of one problem (tiled GEMM kernels when xsimd has an architecture).
+template <class T>
+bool forward(const problem<T>& p, T* out, T* lse, T* srow) {
+#if KATTN_SOFTMAX_USE_XSIMD
+    (void)srow;
+    return forward_tiled(p, out, lse);
+#else
+    return forward_rows(p, out, lse, srow);
+#endif
+}
+
+/// Backward of one problem (see backward_rows for the contract).
+template <class T>
+void backward(const problem<T>& p, const T* dout, const T* out, const T* lse, T* drow, T* srow, T* dq, T* dk,
+              T* dvv) {
+#if KATTN_SOFTMAX_USE_XSIMD
+    (void)srow;
+    backward_tiled(p, dout, out, lse, drow, dq, dk, dvv);
+#else
+    backward_rows(p, dout, out, lse, drow, srow, dq, dk, dvv);
+#endif
+}
+
 }  // namespace kattn::detail::softmax
+
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
