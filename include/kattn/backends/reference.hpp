@@ -117,19 +117,18 @@ struct reference {
         }
     };
 
-    /// Forward pass of one head in double. Fills out (nq × dv), den (nq, guarded),
-    /// clamped flags, and the reference shift C_i each query saw.
+    /// Key state S = Σ_j w_j φ̃_j v_jᵀ, z = Σ_j w_j φ̃_j of the keys added so far, at the
+    /// running maximum C of their shifts (w_j = e^{c_j − C}); rescaled when C grows.
     template <class Map>
-    static void head_forward(const head_state<Map>& hs, bool causal, double eps, std::vector<double>& out,
-                             std::vector<double>& den, std::vector<char>& clamped, std::vector<double>& Cq) {
-        const index_t F = hs.F, dv = hs.dv;
-        std::vector<double> S(F * dv, 0.0), z(F, 0.0);
-        out.assign(hs.nq * dv, 0.0);
-        den.assign(hs.nq, 0.0);
-        clamped.assign(hs.nq, 0);
-        Cq.assign(hs.nq, 0.0);
+    struct running_keys {
+        const head_state<Map>& hs;
+        std::vector<double> S, z;
         double C = -std::numeric_limits<double>::infinity();
-        auto add_key = [&](index_t j) {
+
+        explicit running_keys(const head_state<Map>& h) : hs(h), S(h.F * h.dv, 0.0), z(h.F, 0.0) {}
+
+        void add(index_t j) {
+            const index_t F = hs.F, dv = hs.dv;
             const double Cn = std::max(C, hs.ck[j]);
             if (Cn > C && std::isfinite(C)) {
                 const double r = std::exp(C - Cn);
@@ -143,7 +142,24 @@ struct reference {
                 z[f] += a;
                 for (index_t c = 0; c < dv; ++c) S[f * dv + c] += a * hs.v[j * dv + c];
             }
-        };
+        }
+    };
+
+    /// Forward pass of one head in double. Fills out (nq × dv), den (nq, guarded),
+    /// clamped flags, and the reference shift C_i each query saw.
+    template <class Map>
+    static void head_forward(const head_state<Map>& hs, bool causal, double eps, std::vector<double>& out,
+                             std::vector<double>& den, std::vector<char>& clamped, std::vector<double>& Cq) {
+        const index_t F = hs.F, dv = hs.dv;
+        running_keys<Map> rk(hs);
+        auto& S = rk.S;
+        auto& z = rk.z;
+        auto& C = rk.C;
+        out.assign(hs.nq * dv, 0.0);
+        den.assign(hs.nq, 0.0);
+        clamped.assign(hs.nq, 0);
+        Cq.assign(hs.nq, 0.0);
+        auto add_key = [&](index_t j) { rk.add(j); };
         auto emit = [&](index_t i) {
             const double* ph = &hs.phq[i * F];
             double dn = 0;
@@ -208,22 +224,10 @@ struct reference {
             // Query side: dΦ_Q,i = S_i n_i + z_i e_i with the state query i saw
             // (recomputed in the forward direction).
             {
-                std::vector<double> S(F * dv, 0.0), z(F, 0.0);
-                double C = -std::numeric_limits<double>::infinity();
-                auto add_key = [&](index_t j) {
-                    const double Cn = std::max(C, hs.ck[j]);
-                    if (Cn > C && std::isfinite(C)) {
-                        const double r = std::exp(C - Cn);
-                        for (auto& s : S) s *= r;
-                        for (auto& s : z) s *= r;
-                    }
-                    C = Cn;
-                    const double w = std::exp(hs.ck[j] - C);
-                    for (index_t f = 0; f < F; ++f) {
-                        z[f] += w * hs.phk[j * F + f];
-                        for (index_t c = 0; c < dv; ++c) S[f * dv + c] += w * hs.phk[j * F + f] * hs.v[j * dv + c];
-                    }
-                };
+                running_keys<Map> rk(hs);
+                const auto& S = rk.S;
+                const auto& z = rk.z;
+                auto add_key = [&](index_t j) { rk.add(j); };
                 auto grad_q = [&](index_t i) {
                     for (index_t f = 0; f < F; ++f) {
                         double acc = z[f] * e[i];

@@ -311,16 +311,8 @@ void linear_backward(const attention_problem<T>& pb, const attention_gradients<T
             }
         }
     } else {
-        // Pass 0: key totals per segment → the state each segment starts from.
-        std::vector<key_state<T>> init(sz(items), key_state<T>(F, dv));
-        if (nseg > 1) {
-            auto tot = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
-            for (index_t p = 0; p < pb.problems; ++p)
-                for (index_t s = 1; s < nseg; ++s) {
-                    init[sz(p * nseg + s)] = init[sz(p * nseg + s - 1)];
-                    init[sz(p * nseg + s)].merge(tot[sz(p * nseg + s - 1)]);
-                }
-        }
+        // Pass 0: the key state each segment starts from.
+        auto init = causal_initial_states<Map, T, Arch>(sp, pb, nseg);
         std::vector<T> nb_all(sz(pb.problems * pb.q_len * dv)), e_all(sz(pb.problems * pb.q_len)),
             C_all(sz(pb.problems * pb.q_len));
         std::vector<key_state<T>> qtot(sz(items), key_state<T>(nseg > 1 ? F : 0, nseg > 1 ? dv : 0));

@@ -196,6 +196,21 @@ std::vector<key_state<T>> segment_key_states(const spectral<T>& sp, const attent
     return states;
 }
 
+/// Causal segments: segment s of every head starts from the merged key states of its
+/// segments < s (empty for s = 0).
+template <class Map, class T, class Arch>
+std::vector<key_state<T>> causal_initial_states(const spectral<T>& sp, const attention_problem<T>& pb, index_t nseg) {
+    std::vector<key_state<T>> init(sz(pb.problems * nseg), key_state<T>(sp.F, pb.dv));
+    if (nseg == 1) return init;
+    const auto totals = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+    for (index_t p = 0; p < pb.problems; ++p)
+        for (index_t s = 1; s < nseg; ++s) {
+            init[sz(p * nseg + s)] = init[sz(p * nseg + s - 1)];
+            init[sz(p * nseg + s)].merge(totals[sz(p * nseg + s - 1)]);
+        }
+    return init;
+}
+
 template <class Map, class T, class Arch>
 void linear_forward(const attention_problem<T>& pb, T* out) {
     using K = forward_kernels<Map, T, Arch>;
@@ -219,16 +234,7 @@ void linear_forward(const attention_problem<T>& pb, T* out) {
         }
         return;
     }
-    // Causal: segment s starts from the merged key states of segments < s.
-    std::vector<key_state<T>> init(sz(items), key_state<T>(sp.F, pb.dv));
-    if (nseg > 1) {
-        auto totals = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
-        for (index_t p = 0; p < pb.problems; ++p)
-            for (index_t s = 1; s < nseg; ++s) {
-                init[sz(p * nseg + s)] = init[sz(p * nseg + s - 1)];
-                init[sz(p * nseg + s)].merge(totals[sz(p * nseg + s - 1)]);
-            }
-    }
+    auto init = causal_initial_states<Map, T, Arch>(sp, pb, nseg);
 #pragma omp parallel
     {
         tile_worker<Map, T, Arch> wq(sp), wk(sp);
