@@ -44,23 +44,17 @@ struct cos2 {
         for (index_t l = 0; l < m; ++l) b[l] = T(2 * std::numbers::pi * rs.uniform(static_cast<std::uint64_t>(l)));
     }
 
-    /// The features before renormalisation, v (m entries).
     template <class Ops, class T>
-    KATTN_HD static void unnormalised(const feature_params& p, index_t m, const T* u, const T* b, T* v) {
+    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
         const T fl = T(p.floor);
         Ops::transform(
-            m, v,
+            m, phi,
             [fl](auto ui, auto bi) {
                 using V = decltype(ui);
                 const V c = math::cos(ui + bi);
                 return c * c + V(fl);
             },
             u, b);
-    }
-
-    template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
-        unnormalised<Ops>(p, m, u, b, phi);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
 
@@ -68,8 +62,20 @@ struct cos2 {
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
                              const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
-        const T* dv = detail::unnormalised_upstream<Ops>(
-            p, m, [&](T* v) { unnormalised<Ops>(p, m, u, b, v); }, phi, dphi, work);
+        const T fl = T(p.floor);
+        const T* dv = dphi;
+        if (p.renormalize) {
+            Ops::transform(
+                m, work,
+                [fl](auto ui, auto bi) {
+                    using V = decltype(ui);
+                    const V c = math::cos(ui + bi);
+                    return c * c + V(fl);
+                },
+                u, b);
+            detail::renormalize_vjp<Ops>(m, Ops::sum(m, work), phi, dphi, work);
+            dv = work;
+        }
         Ops::transform(
             m, du, [](auto ui, auto bi, auto g) { using V = decltype(ui); return -g * math::sin(V(2) * (ui + bi)); }, u,
             b, dv);

@@ -41,22 +41,16 @@ struct elu {
         for (index_t l = 0; l < m; ++l) b[l] = T(0);
     }
 
-    /// The features before renormalisation, v (m entries).
     template <class Ops, class T>
-    KATTN_HD static void unnormalised(const feature_params& p, index_t m, const T* u, const T* b, T* v) {
+    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
         Ops::transform(
-            m, v,
+            m, phi,
             [it, fl](auto ui, auto bi) {
                 using V = decltype(ui);
                 return math::max(V(1) + math::elu(ui * V(it) + bi), V(fl));
             },
             u, b);
-    }
-
-    template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
-        unnormalised<Ops>(p, m, u, b, phi);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
 
@@ -66,8 +60,18 @@ struct elu {
     KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
                              const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
-        const T* dv = detail::unnormalised_upstream<Ops>(
-            p, m, [&](T* v) { unnormalised<Ops>(p, m, u, b, v); }, phi, dphi, work);
+        const T* dv = dphi;
+        if (p.renormalize) {
+            Ops::transform(
+                m, work,
+                [it, fl](auto ui, auto bi) {
+                    using V = decltype(ui);
+                    return math::max(V(1) + math::elu(ui * V(it) + bi), V(fl));
+                },
+                u, b);
+            detail::renormalize_vjp<Ops>(m, Ops::sum(m, work), phi, dphi, work);
+            dv = work;
+        }
         // du holds da = dv · ELU'(a) · [1 + ELU(a) >= floor] first.
         Ops::transform(
             m, du,

@@ -60,18 +60,6 @@ KATTN_HD void renormalize_vjp(index_t m, T s, const T* y, const T* dy, T* dv) {
     Ops::transform(m, dv, [c, g](auto d) { using V = decltype(d); return V(c) * (d - V(g)); }, dy);
 }
 
-/// Upstream gradient of the unnormalised features v for φ = renorm(v) (or φ = v when
-/// renormalize is off): dφ itself, or the renorm VJP written into work after
-/// `unnormalised(work)` recomputes v (its sum is not recoverable from φ).
-template <class Ops, class T, class Unnormalised>
-KATTN_HD const T* unnormalised_upstream(const feature_params& p, index_t m, Unnormalised&& unnormalised, const T* phi,
-                                        const T* dphi, T* work) {
-    if (!p.renormalize) return dphi;
-    unnormalised(work);
-    renormalize_vjp<Ops>(m, Ops::sum(m, work), phi, dphi, work);
-    return work;
-}
-
 }  // namespace detail
 }  // namespace kattn
 

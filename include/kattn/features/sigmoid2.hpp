@@ -31,23 +31,17 @@ struct sigmoid2 {
     KATTN_HD static constexpr index_t workspace(index_t m) { return m; }
     static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
-    /// The features before renormalisation, v (m entries).
     template <class Ops, class T>
-    KATTN_HD static void unnormalised(const feature_params& p, index_t m, const T* u, T* v) {
+    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
         Ops::transform(
-            m, v,
+            m, phi,
             [it, fl](auto ui) {
                 using V = decltype(ui);
                 const V s = math::sigmoid(ui * V(it));
                 return s * s + V(fl);
             },
             u);
-    }
-
-    template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
-        unnormalised<Ops>(p, m, u, phi);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
 
@@ -55,9 +49,20 @@ struct sigmoid2 {
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T,
                              const T* phi, const T* dphi, T* du, T*, T*, T* work) {
-        const T it = T(1 / p.temperature);
-        const T* dv = detail::unnormalised_upstream<Ops>(
-            p, m, [&](T* v) { unnormalised<Ops>(p, m, u, v); }, phi, dphi, work);
+        const T it = T(1 / p.temperature), fl = T(p.floor);
+        const T* dv = dphi;
+        if (p.renormalize) {
+            Ops::transform(
+                m, work,
+                [it, fl](auto ui) {
+                    using V = decltype(ui);
+                    const V s = math::sigmoid(ui * V(it));
+                    return s * s + V(fl);
+                },
+                u);
+            detail::renormalize_vjp<Ops>(m, Ops::sum(m, work), phi, dphi, work);
+            dv = work;
+        }
         Ops::transform(
             m, du,
             [it](auto ui, auto g) {
