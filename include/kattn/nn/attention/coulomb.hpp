@@ -1,0 +1,194 @@
+// kattn/nn/attention/coulomb.hpp — kernel attention whose frequencies are Coulomb/Riesz
+// particles aligned to the labels by projected Langevin dynamics (phase A), then frozen
+// while the rest of the model trains (phase B). DESIGN.md §6.
+//
+//   head h (dh = D / H): Q_h = K_h = x[:, h·dh : (h+1)·dh]       (no Q/K projection)
+//   V = x·W_V + b_V (learned nn::linear D → D),  y = concat_h(o_h)·W_O + b_O
+//   o_h,i = Σ_j φ_h(q_i)ᵀφ_h(k_j) v_h,j / Σ_j φ_h(q_i)ᵀφ_h(k_j),  φ_h = Map with Ω_h
+// Map is a positive map (features::elu, softplus, sigmoid2, softmax_features, cos2, favor,
+// porf_softplus). Ω_h (dh × num_features) starts as N particles ω_k ~ N(0, σ⁻²I) of a
+// samplers::langevin<Map> (N = num_features; N = num_features / 2 for paired maps) and is
+// never touched by backward (no parameter: phase B keeps it frozen).
+// Phase A: align(pooled, labels, steps) with pooled [n, D] the mean-pooled inputs of this
+// layer: for each head, the langevin energy
+//   H(Ω) = −1/(n(n−1)) Σ_{i≠j} [c_i = c_j] φ(s·p_i)ᵀφ(s·p_j) + λ·W(Ω)
+// on p = the head's slice of pooled (s = the operator's input scale, e.g. dh^{-1/4} for favor)
+// is run for at most `steps` projected Langevin steps (η, β, λ, R, clip from
+// config.langevin; the map's own feature params are imposed), then Ω_h ← the particles.
+// Returned: the centred kernel-target alignment of every head before and after.
+// A "vanilla" model is the same layer without align(). Parameters: "<prefix>.{v,out}.{weight,bias}".
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../../attention/linear_attention.hpp"
+#include "../../samplers/langevin.hpp"
+#include "../linear.hpp"
+#include "../parameter.hpp"
+#include "../tensor.hpp"
+#include "detail/heads.hpp"
+
+namespace kattn::nn {
+
+struct coulomb_config {
+    index_t dim = 0;              ///< D, model width
+    index_t heads = 1;            ///< H, a divisor of D
+    index_t num_features = 256;   ///< m, columns of Ω per head
+    bool causal = false;          ///< query i attends to keys j ≤ i only
+    std::uint64_t seed = 0;
+    double temperature = 1.0;     ///< τ of the map
+    double floor = 1e-6;          ///< floor of the map
+    bool renormalize = true;      ///< ℓ1 renormalisation of the map
+    double sigma = 1.0;           ///< initial particles ~ N(0, σ⁻²I)
+    /// Phase A dynamics (published: η = 2e-3, β = 50, λ = 1e-3, R = 1.5, clip 10; Coulomb
+    /// potential, replaced by the log potential when the particle dimension is < 3).
+    samplers::langevin_options langevin{.step_size = 2e-3, .beta = 50.0, .lambda = 1e-3,
+                                        .potential = samplers::repulsion::coulomb, .radius = 1.5,
+                                        .gradient_clip = 10.0};
+};
+
+/// Per-head kernel-target alignment of one align() call.
+struct alignment_report {
+    std::vector<double> kta_before, kta_after;
+    std::vector<index_t> steps;  ///< Langevin steps taken per head
+};
+
+template <class Map, class T = float>
+class coulomb_attention {
+public:
+    using sampler_type = samplers::langevin<Map, backends::reference>;
+    using operator_type = linear_attention<Map, sampler_type, backends::simd, T>;
+
+    explicit coulomb_attention(const coulomb_config& cfg)
+        : cfg_(cfg), dh_(detail::head_dim_of(cfg.dim, cfg.heads)) {
+        static_assert(Map::is_positive, "kattn::nn::coulomb_attention: Map must be a positive feature map");
+        detail::require(cfg.num_features >= 1, "num_features", ">= 1", cfg.num_features);
+        using traits = feature_map_traits<Map>;
+        const index_t N = traits::uses_pairs ? cfg.num_features / 2 : cfg.num_features;
+        kattn::attention_config a{.head_dim = dh_, .value_dim = dh_, .num_features = cfg.num_features};
+        a.temperature = cfg.temperature;
+        a.floor = cfg.floor;
+        a.renormalize = cfg.renormalize;
+        a.sigma = cfg.sigma;
+        samplers::langevin_options opt = cfg.langevin;
+        opt.features = feature_params{a.temperature, a.floor, a.scale, a.renormalize};
+        if (opt.potential == samplers::repulsion::coulomb && traits::frequency_dim(dh_) < 3)
+            opt.potential = samplers::repulsion::log;
+        for (index_t h = 0; h < cfg.heads; ++h) {
+            a.seed = detail::derive_seed(cfg.seed, 100 + h);
+            particles_.emplace_back(dh_, N, opt, a.seed, sampler_params{a.sigma, a.norms});
+            ops_.emplace_back(a, particles_.back());
+        }
+        wv_ = linear<T>({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 1)});
+        wo_ = linear<T>({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 2)});
+        name_ = std::string("coulomb-") + Map::name;
+    }
+
+    const coulomb_config& config() const { return cfg_; }
+    std::string_view name() const { return name_; }
+    index_t head_dim() const { return dh_; }
+    const operator_type& attention(index_t h) const { return ops_[std::size_t(h)]; }
+    const sampler_type& particles(index_t h) const { return particles_[std::size_t(h)]; }
+    const xt::xtensor<T, 2>& omega(index_t h) const { return ops_[std::size_t(h)].omega(); }
+    linear<T>& value() { return wv_; }
+    linear<T>& output() { return wo_; }
+
+    /// Phase A (see the header comment): pooled [n, D], labels[i] in [0, C).
+    alignment_report align(const tensor<T>& pooled, std::span<const int> labels, index_t steps) {
+        detail::require(pooled.dimension() == 2 && index_t(pooled.shape()[1]) == cfg_.dim && pooled.shape()[0] >= 2,
+                        "pooled", "shape [n >= 2, dim = " + std::to_string(cfg_.dim) + "]",
+                        detail::shape_text(pooled.shape()));
+        detail::require(steps >= 1, "steps", ">= 1", steps);
+        const index_t n = index_t(pooled.shape()[0]);
+        alignment_report rep;
+        for (index_t h = 0; h < cfg_.heads; ++h) {
+            auto& lv = particles_[std::size_t(h)];
+            auto& op = ops_[std::size_t(h)];
+            xt::xtensor<double, 2> p = xt::xtensor<double, 2>::from_shape({std::size_t(n), std::size_t(dh_)});
+            const double s = double(op.input_scale());
+            for (index_t i = 0; i < n; ++i)
+                for (index_t c = 0; c < dh_; ++c) p(i, c) = s * double(pooled(i, h * dh_ + c));
+            lv.set_data(p, labels);
+            rep.kta_before.push_back(lv.kta());
+            rep.steps.push_back(lv.run(steps).steps());
+            rep.kta_after.push_back(lv.kta());
+            const xt::xtensor<double, 2> om = lv.omega();
+            xt::xtensor<T, 2> omt = xt::xtensor<T, 2>::from_shape(om.shape());
+            for (std::size_t i = 0; i < om.size(); ++i) omt.data()[i] = T(om.data()[i]);
+            op.set_omega(omt);
+        }
+        return rep;
+    }
+
+    tensor<T> forward(const tensor<T>& x, const context& ctx) {
+        detail::check_context(ctx);
+        detail::check_rows("x", x, ctx, cfg_.dim);
+        ctx_ = ctx;
+        lens_ = detail::key_counts(ctx);
+        x_ = x;
+        v_ = wv_.forward(x);
+        tensor<T> y = zeros<T>(ctx.rows(), cfg_.dim);
+        for (index_t h = 0; h < cfg_.heads; ++h) {
+            const auto xh = detail::head_slice(x, ctx, h, dh_), vh = detail::head_slice(v_, ctx, h, dh_);
+            detail::merge_heads(detail::attend(ops_[std::size_t(h)], xh, xh, vh, cfg_.causal, lens_), y.data(),
+                                cfg_.dim, h * dh_);
+        }
+        cached_ = true;
+        return wo_.forward(y);
+    }
+
+    tensor<T> backward(const tensor<T>& dy, const context& ctx) {
+        detail::require_cache(cached_, "coulomb_attention");
+        detail::check_rows("dy", dy, ctx, cfg_.dim);
+        const tensor<T> dyo = wo_.backward(dy);
+        tensor<T> dx = zeros<T>(ctx_.rows(), cfg_.dim), dv = zeros<T>(ctx_.rows(), cfg_.dim);
+        for (index_t h = 0; h < cfg_.heads; ++h) {
+            const auto xh = detail::head_slice(x_, ctx_, h, dh_), vh = detail::head_slice(v_, ctx_, h, dh_);
+            const auto g = detail::attend_backward(ops_[std::size_t(h)], xh, xh, vh,
+                                                   detail::head_slice(dyo, ctx_, h, dh_), cfg_.causal, lens_);
+            detail::merge_heads(g.dq, dx.data(), cfg_.dim, h * dh_, true);
+            detail::merge_heads(g.dk, dx.data(), cfg_.dim, h * dh_, true);
+            detail::merge_heads(g.dv, dv.data(), cfg_.dim, h * dh_, false);
+        }
+        dx += wv_.backward(dv);
+        return dx;
+    }
+
+    void collect(parameter_list& ps, const std::string& prefix) {
+        wv_.collect(ps, prefix + ".v");
+        wo_.collect(ps, prefix + ".out");
+    }
+
+    /// Mean attention entropy, a_ij ∝ φ_h(x_i)ᵀφ_h(x_j).
+    double attention_entropy(const tensor<T>& x, const context& ctx) const {
+        detail::check_context(ctx);
+        detail::check_rows("x", x, ctx, cfg_.dim);
+        std::vector<xt::xtensor<T, 2>> phi;
+        for (index_t b = 0; b < ctx.batch; ++b)
+            for (index_t h = 0; h < cfg_.heads; ++h)
+                phi.push_back(ops_[std::size_t(h)].features(detail::sequence_head(x, ctx, b, h, dh_)));
+        return detail::mean_attention_entropy(ctx, cfg_.heads, cfg_.causal,
+                                              [&](index_t b, index_t h, index_t i, index_t n, double* w) {
+            const auto& p = phi[std::size_t(b * cfg_.heads + h)];
+            detail::kernel_row(&p(i, 0), p, n, w);
+        });
+    }
+
+private:
+    coulomb_config cfg_;
+    index_t dh_ = 0;
+    std::vector<sampler_type> particles_;
+    std::vector<operator_type> ops_;
+    linear<T> wv_, wo_;
+    std::string name_;
+    context ctx_{};
+    std::vector<index_t> lens_;
+    tensor<T> x_, v_;
+    bool cached_ = false;
+};
+
+}  // namespace kattn::nn
