@@ -12,8 +12,11 @@
 #include <kattn/nn/attention/fska.hpp>
 #include <kattn/nn/attention/kernel_mha.hpp>
 #include <kattn/nn/attention/softmax_mha.hpp>
+#include <kattn/nn/attention/uniform.hpp>
 #include <kattn/nn/classifier.hpp>
 #include <kattn/nn/trainer.hpp>
+
+#include "gradcheck.hpp"
 
 using namespace kattn;
 
@@ -229,4 +232,27 @@ TEST_CASE("nn::trainer and encoder: bad configuration throws kattn::error") {
     images.labels = {0};
     images.num_classes = 2;
     CHECK_THROWS_WITH_AS(tr.evaluate(images), doctest::Contains("'batch'"), kattn::error);
+}
+
+TEST_CASE("nn::uniform_attention: equals the mean of the valid values; gradient by finite differences") {
+    nn::uniform_attention<double> ua({.dim = 6, .seed = 3});
+    nn::context ctx{.batch = 2, .length = 4, .lengths = {4, 2}};
+    const auto x = kt::randn2(8, 6, 5);
+    const auto y = ua.forward(x, ctx);
+    // Independent check: changing a padded token changes nothing; all queries of a sequence agree.
+    auto x2 = x;
+    x2(1 * 4 + 3, 0) += 10.0;
+    nn::uniform_attention<double> ua2({.dim = 6, .seed = 3});
+    const auto y2 = ua2.forward(x2, ctx);
+    double diff = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) diff = std::max(diff, std::abs(y2.data()[i] - y.data()[i]));
+    CHECK(diff < 1e-14);
+    for (int c = 0; c < 6; ++c) CHECK(y(4, c) == doctest::Approx(y(7, c)).epsilon(1e-14));
+    CHECK(ua.attention_entropy(x, ctx) == doctest::Approx((4 * std::log(4.0) + 2 * std::log(2.0)) / 6));
+    nn::parameter_list ps;
+    ua.collect(ps, "u");
+    const auto r = kt::check_gradients([&](const kt::dtensor& xx) { return ua.forward(xx, ctx); },
+                                       [&](const kt::dtensor& g) { return ua.backward(g, ctx); }, ps, x);
+    CHECK(r.max_err_x < 1e-6);
+    CHECK(r.max_err_p < 1e-6);
 }

@@ -1,0 +1,274 @@
+// examples/common/experiment.hpp — the model zoo and the run/aggregate loop shared by
+// examples/fashion_mnist and examples/text_classification.
+//
+// A model is named by a string (the papers' vocabulary):
+//   transformer            softmax attention with learned Q, K, V
+//   transformer-noqkv      softmax attention on x itself (Q = K = V = x)
+//   uniform                constant features: every key weighted equally (control)
+//   performer              favor + orthogonal frequencies, learned W_Q, W_K, W_V
+//   fska                   FSKA: flow-sampled nonstationary features, φ⁺ = ELU(s·φ)+1, fixed V
+//   fska-s<k>              FSKA with the positive transform's scale s = k (e.g. fska-s4)
+//   fska-signed            FSKA with direct signed features (no positive transform)
+//   fska-learnable-v       FSKA with a trainable value projection
+//   vanilla-<map>          Q = K = x per head, random frozen Ω (map ∈ elu, softplus,
+//                          softmax_features, favor, sigmoid2, cos2)
+//   kernel-<map>           the same with Ω from Langevin particles (Coulomb phase A, then B)
+// run_model trains one model per seed with nn::trainer, evaluates the test split and
+// returns a record {model, dataset, seeds, accuracy ± sd, macro-F1 ± sd, ece, params,
+// seconds, attention entropy}.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <kattn/features/cos2.hpp>
+#include <kattn/features/elu.hpp>
+#include <kattn/features/favor.hpp>
+#include <kattn/features/sigmoid2.hpp>
+#include <kattn/features/softmax_features.hpp>
+#include <kattn/features/softplus.hpp>
+#include <kattn/nn/attention/coulomb.hpp>
+#include <kattn/nn/attention/fska.hpp>
+#include <kattn/nn/attention/kernel_mha.hpp>
+#include <kattn/nn/attention/softmax_mha.hpp>
+#include <kattn/nn/attention/uniform.hpp>
+#include <kattn/nn/classifier.hpp>
+#include <kattn/nn/trainer.hpp>
+
+namespace experiment {
+
+using kattn::index_t;
+namespace nn = kattn::nn;
+
+struct model_options {
+    index_t dim = 64, heads = 4, layers = 2, ffn_hidden = 256, head_hidden = 0;
+    double dropout = 0.1;
+    bool pre_ln = false;
+    index_t fska_pairs = 64;        ///< m pairs per FSKA head
+    double fska_kl_weight = 1e-3;
+    index_t kernel_features = 64;   ///< m per head for performer / vanilla / kernel models
+    index_t align_samples = 1024;   ///< Coulomb phase A: pooled items
+    index_t align_steps = 200;      ///< Coulomb phase A: Langevin steps per layer
+};
+
+struct record {
+    std::string model, dataset;
+    int seeds = 0;
+    double accuracy = 0, accuracy_sd = 0, macro_f1 = 0, macro_f1_sd = 0, ece = 0;
+    long long params = 0;
+    double seconds = 0, entropy = std::nan(""), epochs = 0, kta_before = std::nan(""), kta_after = std::nan("");
+
+    nlohmann::json json() const {
+        nlohmann::json j{{"model", model},       {"dataset", dataset},   {"seeds", seeds},
+                         {"accuracy", accuracy}, {"accuracy_sd", accuracy_sd}, {"macro_f1", macro_f1},
+                         {"macro_f1_sd", macro_f1_sd}, {"ece", ece}, {"params", params},
+                         {"seconds", seconds}, {"epochs", epochs}};
+        if (std::isfinite(entropy)) j["attention_entropy"] = entropy;
+        if (std::isfinite(kta_before)) j["kta_before"] = kta_before, j["kta_after"] = kta_after;
+        return j;
+    }
+};
+
+/// One seed's outcome.
+struct outcome {
+    double accuracy = 0, macro_f1 = 0, ece = 0, seconds = 0, entropy = std::nan(""), epochs = 0;
+    long long params = 0;
+    double kta_before = std::nan(""), kta_after = std::nan("");
+};
+
+struct splits {
+    const nn::dataset* train = nullptr;
+    const nn::dataset* dev = nullptr;
+    const nn::dataset* test = nullptr;
+};
+
+/// Trains and evaluates one built model.
+template <class Model>
+outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg, const model_options& mo,
+                       bool align) {
+    outcome out;
+    const auto t0 = std::chrono::steady_clock::now();
+    if constexpr (requires { model.align(*data.train, index_t(2), index_t(1)); }) {
+        if (align) {
+            const auto reports = model.align(*data.train, mo.align_samples, mo.align_steps);
+            double b = 0, a = 0;
+            int n = 0;
+            for (const auto& layer : reports)
+                for (std::size_t h = 0; h < layer.kta_before.size(); ++h) {
+                    b += layer.kta_before[h];
+                    a += layer.kta_after[h];
+                    ++n;
+                }
+            out.kta_before = b / n;
+            out.kta_after = a / n;
+        }
+    }
+    nn::trainer tr(model, tcfg);
+    out.params = kattn::nn::count(tr.parameters());
+    const auto fit = tr.fit(*data.train, data.dev);
+    out.epochs = double(fit.history.size());
+    out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto ev = tr.evaluate(*data.test);
+    out.accuracy = ev.metrics.accuracy;
+    out.macro_f1 = ev.metrics.macro_f1;
+    out.ece = ev.metrics.ece;
+    std::vector<index_t> idx;
+    for (index_t i = 0; i < std::min<index_t>(256, data.test->size()); ++i) idx.push_back(i);
+    out.entropy = model.attention_entropy(data.test->make_batch(idx));
+    return out;
+}
+
+/// Builds model `name` with input policy Input (from make_input(seed)) and calls f(model, align).
+template <class Input, class F>
+void with_model(const std::string& name, const model_options& mo, index_t classes, std::uint64_t seed,
+                const std::function<Input(std::uint64_t)>& make_input, F&& f) {
+    const nn::classifier_config cfg{.encoder = {.dim = mo.dim, .layers = mo.layers, .ffn_hidden = mo.ffn_hidden,
+                                                .dropout = mo.dropout, .pre_ln = mo.pre_ln, .seed = seed},
+                                    .classes = classes, .head_hidden = mo.head_hidden, .seed = seed};
+    auto layer_seed = [seed](index_t l) { return seed * 1000 + 17 * std::uint64_t(l) + 1; };
+    auto build = [&](auto make_attention, bool align = false) {
+        using A = decltype(make_attention(index_t(0)));
+        nn::sequence_classifier<Input, A> model(cfg, make_input(seed), make_attention);
+        f(model, align);
+    };
+    auto fska = [&](double s, bool positive, bool learnable_v) {
+        build([&, s, positive, learnable_v](index_t l) {
+            return nn::fska_attention<float>({.dim = mo.dim, .heads = mo.heads, .num_pairs = mo.fska_pairs,
+                                              .kl_weight = mo.fska_kl_weight, .positive = positive, .scale = s,
+                                              .learnable_v = learnable_v, .seed = layer_seed(l)});
+        });
+    };
+    auto coulomb = [&]<class Map>(bool align) {
+        build(
+            [&](index_t l) {
+                return nn::coulomb_attention<Map, float>(
+                    {.dim = mo.dim, .heads = mo.heads, .num_features = mo.kernel_features, .seed = layer_seed(l)});
+            },
+            align);
+    };
+    if (name == "transformer" || name == "transformer-noqkv") {
+        const bool qkv = name == "transformer";
+        build([&, qkv](index_t l) {
+            return nn::softmax_mha<float>({.dim = mo.dim, .heads = mo.heads, .qkv = qkv, .seed = layer_seed(l)});
+        });
+    } else if (name == "uniform") {
+        build([&](index_t l) { return nn::uniform_attention<float>({.dim = mo.dim, .seed = layer_seed(l)}); });
+    } else if (name == "performer") {
+        build([&](index_t l) {
+            return nn::performer<float>(
+                {.dim = mo.dim, .heads = mo.heads, .num_features = mo.kernel_features, .seed = layer_seed(l)});
+        });
+    } else if (name == "fska") {
+        fska(1.0, true, false);
+    } else if (name.rfind("fska-s", 0) == 0 && name.size() > 6 && std::isdigit(static_cast<unsigned char>(name[6]))) {
+        fska(std::stod(name.substr(6)), true, false);
+    } else if (name == "fska-signed") {
+        fska(1.0, false, false);
+    } else if (name == "fska-learnable-v") {
+        fska(1.0, true, true);
+    } else if (name.rfind("vanilla-", 0) == 0 || name.rfind("kernel-", 0) == 0) {
+        const bool align = name.rfind("kernel-", 0) == 0;
+        const std::string map = name.substr(name.find('-') + 1);
+        namespace f = kattn::features;
+        if (map == "elu") coulomb.template operator()<f::elu>(align);
+        else if (map == "softplus") coulomb.template operator()<f::softplus>(align);
+        else if (map == "softmax_features") coulomb.template operator()<f::softmax_features>(align);
+        else if (map == "favor") coulomb.template operator()<f::favor>(align);
+        else if (map == "sigmoid2") coulomb.template operator()<f::sigmoid2>(align);
+        else if (map == "cos2") coulomb.template operator()<f::cos2>(align);
+        else throw kattn::error("kattn: argument 'model': expected a map in {elu, softplus, softmax_features, favor, "
+                                "sigmoid2, cos2} after '" + name.substr(0, name.find('-') + 1) + "', got '" + map + "'");
+    } else {
+        throw kattn::error("kattn: argument 'model': expected transformer, transformer-noqkv, uniform, performer, "
+                           "fska, fska-s<k>, fska-signed, fska-learnable-v, vanilla-<map> or kernel-<map>, got '" +
+                           name + "'");
+    }
+}
+
+inline double mean(const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? std::nan("") : s / double(v.size());
+}
+/// Sample standard deviation (n − 1); 0 for one value.
+inline double sd(const std::vector<double>& v) {
+    if (v.size() < 2) return 0.0;
+    const double m = mean(v);
+    double s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return std::sqrt(s / double(v.size() - 1));
+}
+
+/// Trains `name` once per seed and aggregates.
+template <class Input>
+record run_model(const std::string& name, const std::string& dataset_name, const splits& data,
+                 const model_options& mo, nn::trainer_config tcfg, const std::vector<std::uint64_t>& seeds,
+                 const std::function<Input(std::uint64_t)>& make_input) {
+    std::vector<double> acc, f1, ece, secs, ent, ep, kb, ka;
+    long long params = 0;
+    for (const auto seed : seeds) {
+        tcfg.seed = seed;
+        tcfg.label = name + " s" + std::to_string(seed) + " ";
+        with_model<Input>(name, mo, data.train->num_classes, seed, make_input, [&](auto& model, bool align) {
+            const outcome o = train_and_test(model, data, tcfg, mo, align);
+            acc.push_back(o.accuracy);
+            f1.push_back(o.macro_f1);
+            ece.push_back(o.ece);
+            secs.push_back(o.seconds);
+            ent.push_back(o.entropy);
+            ep.push_back(o.epochs);
+            kb.push_back(o.kta_before);
+            ka.push_back(o.kta_after);
+            params = o.params;
+            std::fprintf(stderr, "%s seed %llu: accuracy %.4f macro-F1 %.4f ECE %.4f (%.0f s, %g epochs)\n",
+                         name.c_str(), static_cast<unsigned long long>(seed), o.accuracy, o.macro_f1, o.ece,
+                         o.seconds, o.epochs);
+        });
+    }
+    record r;
+    r.model = name;
+    r.dataset = dataset_name;
+    r.seeds = int(seeds.size());
+    r.accuracy = mean(acc);
+    r.accuracy_sd = sd(acc);
+    r.macro_f1 = mean(f1);
+    r.macro_f1_sd = sd(f1);
+    r.ece = mean(ece);
+    r.params = params;
+    r.seconds = mean(secs);
+    r.entropy = mean(ent);
+    r.epochs = mean(ep);
+    r.kta_before = mean(kb);
+    r.kta_after = mean(ka);
+    return r;
+}
+
+/// The table printed by both examples.
+inline void print_table(const std::vector<record>& rs, std::FILE* out = stdout) {
+    std::fprintf(out, "\n%-22s %-14s %5s %16s %16s %7s %9s %8s %8s\n", "model", "dataset", "seeds", "accuracy",
+                 "macro-F1", "ECE", "params", "seconds", "entropy");
+    for (const auto& r : rs)
+        std::fprintf(out, "%-22s %-14s %5d %8.4f ± %.4f %8.4f ± %.4f %7.4f %9lld %8.0f %8.3f\n", r.model.c_str(),
+                     r.dataset.c_str(), r.seeds, r.accuracy, r.accuracy_sd, r.macro_f1, r.macro_f1_sd, r.ece, r.params,
+                     r.seconds, r.entropy);
+    std::fflush(out);
+}
+
+inline void write_json(const std::string& path, const std::vector<record>& rs) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : rs) j.push_back(r.json());
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) throw kattn::error("kattn: argument '--json': expected a writable path, got '" + path + "'");
+    const std::string s = j.dump(2) + "\n";
+    std::fwrite(s.data(), 1, s.size(), f);
+    std::fclose(f);
+}
+
+}  // namespace experiment

@@ -1,0 +1,116 @@
+// Sentence classification on SST-2 and Rotten Tomatoes (DESIGN.md §6–7; docs/results.md).
+//
+// Word-level vocabulary from the training split (lower-cased), Embedding 128 + sinusoidal
+// positions, 2 post-LN encoder layers (2 heads, FFN 256, dropout 0.1), masked mean pooling,
+// Linear head. Models (examples/common/experiment.hpp): the FSKA list (transformer,
+// transformer-noqkv, fska, fska-learnable-v, performer) and the Coulomb pairs vanilla-<map>
+// vs kernel-<map> for elu, softplus, softmax_features and favor (m = 256 per head; kernel-:
+// Langevin phase A on the pooled layer inputs, then Ω frozen). Model selection (best epoch,
+// early stopping) on the dev split by macro-F1; the test split is used once, at the end.
+// SST-2: train/dev/test as shipped (test = the GLUE dev set). Rotten Tomatoes: a seeded
+// 80/10/10 split (seed 42). Mean ± sd over the seeds.
+//
+//   text_classification                  full run: both data sets, 3 seeds
+//   text_classification --quick          a few minutes: 4,000 training sentences, 2 epochs, one seed
+//   text_classification --datasets rt --models fska,transformer --seeds 3 --json out.json
+#include <CLI/CLI.hpp>
+#include <omp.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include <kattn/nn/data/text_datasets.hpp>
+
+#include "common/experiment.hpp"
+
+namespace nn = kattn::nn;
+using kattn::index_t;
+
+int main(int argc, char** argv) {
+    CLI::App app{"kattn: sentence classification (SST-2, Rotten Tomatoes) with kernel attention"};
+    bool quick = false;
+    std::string json, models_arg, datasets_arg = "sst2,rt", data_dir = "../shared/data/text";
+    index_t epochs = 0, seeds_n = 0, batch = 64, threads = 0, max_length = 64, train_limit = 0, patience = 3;
+    double lr = 1e-3;
+    experiment::model_options mo;
+    mo.dim = 128;
+    mo.heads = 2;
+    mo.kernel_features = 256;
+    app.add_flag("--quick", quick, "a few minutes: 4,000 training sentences, 2 epochs, one seed");
+    app.add_option("--json", json, "write one record per model and data set here");
+    app.add_option("--models", models_arg, "comma-separated model names (default: the full list)");
+    app.add_option("--datasets", datasets_arg, "comma-separated: sst2, rt");
+    app.add_option("--data", data_dir, "directory holding sst2/ and rt-polarity/");
+    app.add_option("--epochs", epochs, "maximum epochs (default 10; quick 2)")->check(CLI::PositiveNumber);
+    app.add_option("--patience", patience, "early stopping: epochs without a better dev macro-F1 (0: off)");
+    app.add_option("--seeds", seeds_n, "seeds per model (default 3; quick 1)")->check(CLI::PositiveNumber);
+    app.add_option("--batch", batch, "mini-batch size")->check(CLI::PositiveNumber);
+    app.add_option("--lr", lr, "peak learning rate (AdamW, 5% warm-up, cosine decay)")->check(CLI::PositiveNumber);
+    app.add_option("--max-length", max_length, "truncate sentences to this many tokens")->check(CLI::PositiveNumber);
+    app.add_option("--train-limit", train_limit, "use the first N training sentences (0: all)");
+    app.add_option("--pairs", mo.fska_pairs, "FSKA frequency pairs per head")->check(CLI::PositiveNumber);
+    app.add_option("--features", mo.kernel_features, "features per head of performer / vanilla / kernel models");
+    app.add_option("--align-steps", mo.align_steps, "Coulomb phase A: Langevin steps per layer");
+    app.add_option("--threads", threads, "OpenMP threads (0: default)");
+    CLI11_PARSE(app, argc, argv);
+    if (threads > 0) omp_set_num_threads(int(threads));
+
+    auto split = [](const std::string& s) {
+        std::vector<std::string> out;
+        std::stringstream ss(s);
+        for (std::string m; std::getline(ss, m, ',');) out.push_back(m);
+        return out;
+    };
+    std::vector<std::string> models{"transformer",     "transformer-noqkv",       "fska",
+                                    "fska-learnable-v", "performer",              "vanilla-elu",
+                                    "kernel-elu",      "vanilla-softplus",        "kernel-softplus",
+                                    "vanilla-softmax_features", "kernel-softmax_features", "vanilla-favor",
+                                    "kernel-favor"};
+    if (!models_arg.empty()) models = split(models_arg);
+    if (quick) mo.align_steps = std::min<index_t>(mo.align_steps, 50), mo.align_samples = 512;
+    const index_t n_seeds = seeds_n > 0 ? seeds_n : quick ? 1 : 3;
+    std::vector<std::uint64_t> seeds;
+    for (index_t s = 0; s < n_seeds; ++s) seeds.push_back(std::uint64_t(s + 1));
+    const nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs : quick ? 2 : 10,
+                                  .batch_size = batch,
+                                  .lr = lr,
+                                  .weight_decay = 1e-4,
+                                  .warmup_fraction = 0.05,
+                                  .clip = 1.0,
+                                  .patience = patience,
+                                  .select = nn::selection_metric::macro_f1};
+    std::vector<experiment::record> records;
+    try {
+        for (const auto& ds : split(datasets_arg)) {
+            nn::text_options to{.max_length = max_length, .limit_train = train_limit > 0 ? train_limit : quick ? 4000 : 0};
+            nn::text_splits data;
+            std::string name;
+            if (ds == "sst2") {
+                data = nn::load_sst2(data_dir + "/sst2", to);
+                name = "sst2";
+            } else if (ds == "rt") {
+                data = nn::load_rotten_tomatoes(data_dir + "/rt-polarity", to, 42);
+                name = "rotten-tomatoes";
+            } else {
+                throw kattn::error("kattn: argument '--datasets': expected sst2 or rt, got '" + ds + "'");
+            }
+            std::printf("%s: %ld train / %ld dev / %ld test sentences, vocabulary %ld, max length %ld\n", name.c_str(),
+                        long(data.train.size()), long(data.dev.size()), long(data.test.size()),
+                        long(data.vocab.size()), long(max_length));
+            const index_t vocab = data.vocab.size();
+            const std::function<nn::token_input<float>(std::uint64_t)> make_input = [&](std::uint64_t seed) {
+                return nn::token_input<float>({.vocab = vocab, .dim = mo.dim, .max_length = max_length, .seed = seed + 7});
+            };
+            for (const auto& m : models) {
+                records.push_back(experiment::run_model<nn::token_input<float>>(
+                    m, name, {&data.train, &data.dev, &data.test}, mo, tcfg, seeds, make_input));
+                experiment::print_table(records);
+                if (!json.empty()) experiment::write_json(json, records);
+            }
+        }
+    } catch (const kattn::error& e) {
+        std::fprintf(stderr, "%s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
