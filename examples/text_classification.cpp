@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
     bool quick = false;
     std::string json, models_arg, datasets_arg = "sst2,rt", data_dir = "../shared/data/text";
     index_t epochs = 0, seeds_n = 0, batch = 64, threads = 0, max_length = 64, train_limit = 0, patience = 3;
-    double lr = 1e-3;
+    double lr = 1e-3, weight_decay = 1e-4;
+    index_t min_freq = 1;
     experiment::model_options mo;
     mo.dim = 128;
     mo.heads = 2;
@@ -51,6 +52,11 @@ int main(int argc, char** argv) {
     app.add_option("--pairs", mo.fska_pairs, "FSKA frequency pairs per head")->check(CLI::PositiveNumber);
     app.add_option("--features", mo.kernel_features, "features per head of performer / vanilla / kernel models");
     app.add_option("--align-steps", mo.align_steps, "Coulomb phase A: Langevin steps per layer");
+    app.add_option("--weight-decay", weight_decay, "AdamW decoupled weight decay");
+    app.add_option("--dropout", mo.dropout, "dropout of the encoder and head");
+    app.add_option("--head-hidden", mo.head_hidden, "hidden width of the MLP head (0: one Linear)");
+    app.add_option("--min-freq", min_freq, "vocabulary: minimum training-set frequency of a word");
+    app.add_option("--dim", mo.dim, "model width d")->check(CLI::PositiveNumber);
     app.add_option("--threads", threads, "OpenMP threads (0: default)");
     CLI11_PARSE(app, argc, argv);
     if (threads > 0) omp_set_num_threads(int(threads));
@@ -74,7 +80,7 @@ int main(int argc, char** argv) {
     const nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs : quick ? 2 : 10,
                                   .batch_size = batch,
                                   .lr = lr,
-                                  .weight_decay = 1e-4,
+                                  .weight_decay = weight_decay,
                                   .warmup_fraction = 0.05,
                                   .clip = 1.0,
                                   .patience = patience,
@@ -82,7 +88,7 @@ int main(int argc, char** argv) {
     std::vector<experiment::record> records;
     try {
         for (const auto& ds : split(datasets_arg)) {
-            nn::text_options to{.max_length = max_length, .limit_train = train_limit > 0 ? train_limit : quick ? 4000 : 0};
+            nn::text_options to{.max_length = max_length, .min_freq = min_freq, .limit_train = train_limit > 0 ? train_limit : quick ? 4000 : 0};
             nn::text_splits data;
             std::string name;
             if (ds == "sst2") {

@@ -8,7 +8,9 @@
 // Epoch e visits the training set in the order of a Fisher–Yates shuffle driven by
 // random_stream(seed, streams::data) (draw counter continued across epochs), so a run is a
 // pure function of (model seed, trainer seed, data) on any thread count. After each epoch
-// the dev split is evaluated (selection metric: accuracy or macro-F1); the best parameters
+// Text batches are cut from windows of `bucket_window` batches sorted by length, and the
+// batches then shuffled (seeded), which cuts padding about in half on sentence data.
+// After each epoch the dev split is evaluated (selection metric: accuracy or macro-F1); the best parameters
 // are kept in memory (and saved to `checkpoint` when given) and restored at the end;
 // `patience` epochs without improvement stop training. `max_seconds` > 0 stops after the
 // epoch in which the budget ran out. A progress bar shows loss, accuracy, tokens/s and ETA.
@@ -20,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <numeric>
 #include <optional>
@@ -63,6 +66,9 @@ struct trainer_config {
     std::string checkpoint{};       ///< save the best parameters here (.npz) when set
     double max_seconds = 0.0;       ///< training time budget (0: none)
     std::string label{};            ///< progress-bar label prefix
+    /// Text: sort each window of 50 shuffled batches by length before cutting it into batches,
+    /// then shuffle the batches (less padding, same data per epoch). 0: off.
+    index_t bucket_window = 50;
 };
 
 struct epoch_record {
@@ -100,6 +106,7 @@ public:
                         cfg.warmup_fraction);
         detail::require(cfg.clip >= 0 && std::isfinite(cfg.clip), "clip", "a finite value >= 0", cfg.clip);
         detail::require(cfg.patience >= 0, "patience", ">= 0", cfg.patience);
+        detail::require(cfg.bucket_window >= 0, "bucket_window", ">= 0", cfg.bucket_window);
         model_.collect(params_, "model");
     }
 
@@ -123,10 +130,8 @@ public:
         std::vector<std::vector<double>> best;
         index_t since_best = 0;
         for (index_t e = 0; e < cfg_.epochs; ++e) {
-            for (index_t i = n - 1; i > 0; --i) {
-                const auto j = std::min(i, index_t(rng.uniform(draw_++) * double(i + 1)));
-                std::swap(order[std::size_t(i)], order[std::size_t(j)]);
-            }
+            shuffle(order, rng);
+            if (train.kind == input_kind::tokens && cfg_.bucket_window > 0) bucket(order, train, rng);
             const auto t0 = clock::now();
             std::optional<progress_bar> bar;
             if (cfg_.progress)
@@ -197,6 +202,14 @@ public:
                     save_checkpoint(cfg_.checkpoint, params_, {{"meta.epoch", {double(e + 1)}}});
             }
             res.history.push_back(rec);
+            if (cfg_.progress) {
+                std::fprintf(stderr, "%sepoch %ld/%ld: train loss %.4f acc %.4f", cfg_.label.c_str(), long(e + 1),
+                             long(cfg_.epochs), rec.train_loss, rec.train_accuracy);
+                if (dev)
+                    std::fprintf(stderr, " | dev acc %.4f macro-F1 %.4f log-loss %.4f%s", rec.dev_accuracy,
+                                 rec.dev_macro_f1, rec.dev_log_loss, improved ? " *" : "");
+                std::fprintf(stderr, " | %.1f s, %.0f tok/s\n", rec.seconds, rec.tokens_per_second);
+            }
             if (cfg_.patience > 0 && since_best >= cfg_.patience) {
                 res.stopped_early = e + 1 < cfg_.epochs;
                 break;
@@ -237,6 +250,31 @@ public:
     std::int64_t steps() const { return step_; }
 
 private:
+    void shuffle(std::vector<index_t>& v, const random_stream& rng) {
+        for (index_t i = index_t(v.size()) - 1; i > 0; --i) {
+            const auto j = std::min(i, index_t(rng.uniform(draw_++) * double(i + 1)));
+            std::swap(v[std::size_t(i)], v[std::size_t(j)]);
+        }
+    }
+
+    /// Sorts windows of the order by text length, then shuffles whole batches.
+    void bucket(std::vector<index_t>& order, const dataset& data, const random_stream& rng) {
+        const index_t n = index_t(order.size()), B = cfg_.batch_size, W = B * cfg_.bucket_window;
+        auto len = [&](index_t i) { return std::min(index_t(data.texts[std::size_t(i)].size()), data.max_length); };
+        for (index_t lo = 0; lo < n; lo += W)
+            std::stable_sort(order.begin() + lo, order.begin() + std::min(n, lo + W),
+                             [&](index_t a, index_t b) { return len(a) < len(b); });
+        std::vector<index_t> starts;  // full batches are shuffled; a partial one stays last
+        for (index_t lo = 0; lo + B <= n; lo += B) starts.push_back(lo);
+        shuffle(starts, rng);
+        if (n % B != 0) starts.push_back(n - n % B);
+        std::vector<index_t> out;
+        out.reserve(order.size());
+        for (index_t lo : starts)
+            out.insert(out.end(), order.begin() + lo, order.begin() + std::min(n, lo + B));
+        order.swap(out);
+    }
+
     std::vector<std::vector<double>> snapshot() const {
         std::vector<std::vector<double>> s;
         for (const auto& p : params_) {

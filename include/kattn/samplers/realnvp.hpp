@@ -13,7 +13,9 @@
 //
 // Training (double): the flow owns a flat parameter vector params() and a gradient buffer
 // grads() (same layout, see detail/coupling.hpp) that the backward functions accumulate
-// into, so optim::adam — or an encoder's optimiser — steps them directly.
+// into, so optim::adam — or an encoder's optimiser — steps them directly. Every pass and
+// its backward run layer by layer over all rows at once, as register-blocked matrix
+// products (detail/coupling.hpp); a row's result does not depend on the other rows.
 //   backward(z, dω[, dlogdet])   ∂L/∂θ for ω = F_θ(z) (reparameterised samples)
 //   log_prob_backward(ω, c)      c·∂/∂θ Σ_i log p_θ(ω_i) (inverse pass + its backward)
 //   fit(samples, …)              maximum likelihood with Adam
