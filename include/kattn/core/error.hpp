@@ -6,11 +6,16 @@
 // scans an input for NaN/Inf at the API boundary.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "config.hpp"
 
@@ -53,10 +58,31 @@ void require(bool ok, std::string_view arg, std::string_view expected, const Got
 /// Throws if any of the n values at p (with stride) is NaN or infinite.
 template <class T>
 void check_finite(std::string_view arg, const T* p, index_t n) {
-    for (index_t i = 0; i < n; ++i) {
-        if (!std::isfinite(static_cast<double>(p[i]))) {
-            fail(arg, "finite values", to_text(p[i]) + " at flat index " + to_text(i));
+    auto scan = [&](index_t i0, index_t i1) {
+        for (index_t i = i0; i < i1; ++i) {
+            if (!std::isfinite(static_cast<double>(p[i]))) {
+                fail(arg, "finite values", to_text(p[i]) + " at flat index " + to_text(i));
+            }
         }
+    };
+    if constexpr ((std::is_same_v<T, float> || std::is_same_v<T, double>) && std::numeric_limits<T>::is_iec559) {
+        // Branch-free (vectorisable) test per block: all exponent bits set ⟺ Inf or NaN;
+        // a flagged block is rescanned to report the first offending value.
+        using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+        constexpr U exp_mask = sizeof(T) == 4 ? U(0x7F800000u) : U(0x7FF0000000000000ull);
+        constexpr index_t block = 1024;
+        for (index_t b = 0; b < n; b += block) {
+            const index_t e = std::min(n, b + block);
+            U bad = 0;
+            for (index_t i = b; i < e; ++i) {
+                U u;
+                std::memcpy(&u, p + i, sizeof(U));
+                bad |= U((u & exp_mask) == exp_mask);
+            }
+            if (bad) scan(b, e);
+        }
+    } else {
+        scan(0, n);
     }
 }
 

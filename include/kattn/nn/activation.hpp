@@ -4,12 +4,15 @@
 //   gelu(x) = x·Φ(x) = ½x(1 + erf(x/√2))  (exact erf form: PyTorch's default GELU)
 //   gelu'(x) = Φ(x) + x·φ(x),             φ(x) = e^{−x²/2}/√(2π)
 // `activation_kind` selects one at run time; `activation_layer<T>` applies it to a tensor,
-// keeps its input, and backward returns dy ⊙ f'(x). Evaluated in double, stored as T.
+// keeps its input, and backward returns dy ⊙ f'(x). gelu is evaluated in double, stored as
+// T; relu is exact in T (max(x, 0) and dy·[x > 0] round identically in any precision).
 #pragma once
 
 #include <cmath>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include "tensor.hpp"
 
@@ -63,6 +66,12 @@ public:
         return apply(x);
     }
 
+    /// The same for a temporary x (kept without a copy).
+    tensor<T> forward(tensor<T>&& x) {
+        x_ = std::move(x);
+        return apply(x_);
+    }
+
     /// dy ⊙ f'(x) for the x of the last forward.
     tensor<T> backward(const tensor<T>& dy) const {
         detail::require(dy.dimension() == 2 && dy.shape() == x_.shape(), "dy",
@@ -74,6 +83,16 @@ public:
         return dx;
     }
 
+    /// The same, in place on a temporary dy.
+    tensor<T> backward(tensor<T>&& dy) const {
+        detail::require(dy.dimension() == 2 && dy.shape() == x_.shape(), "dy",
+                        "shape " + detail::shape_text(x_.shape()) + " (the last output)",
+                        detail::shape_text(dy.shape()));
+        if (kind_ == activation_kind::relu) map<relu>(x_, dy, true);
+        else map<gelu>(x_, dy, true);
+        return std::move(dy);
+    }
+
 private:
     /// out = f(x), or out ⊙= f'(x) when derivative.
     template <class F>
@@ -81,9 +100,22 @@ private:
         const index_t n = index_t(x.size());
         const T* xs = x.data();
         T* o = out.data();
+        if constexpr (std::is_same_v<F, relu>) {
+            // Branch-free and in T (exact: the double evaluation rounds to the same values).
+            if (derivative) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+                for (index_t i = 0; i < n; ++i) o[i] = o[i] * (xs[i] > T(0) ? T(1) : T(0));
+            } else {
+#pragma omp parallel for schedule(static) if (n > 65536)
+                for (index_t i = 0; i < n; ++i) o[i] = xs[i] > T(0) ? xs[i] : T(0);
+            }
+        } else if (derivative) {
 #pragma omp parallel for schedule(static) if (n > 16384)
-        for (index_t i = 0; i < n; ++i)
-            o[i] = derivative ? T(double(o[i]) * F::derivative(double(xs[i]))) : T(F::value(double(xs[i])));
+            for (index_t i = 0; i < n; ++i) o[i] = T(double(o[i]) * F::derivative(double(xs[i])));
+        } else {
+#pragma omp parallel for schedule(static) if (n > 16384)
+            for (index_t i = 0; i < n; ++i) o[i] = T(F::value(double(xs[i])));
+        }
     }
 
     activation_kind kind_ = activation_kind::relu;

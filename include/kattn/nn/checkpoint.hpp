@@ -1,7 +1,7 @@
 // kattn/nn/checkpoint.hpp — save and restore a model's parameters as an uncompressed .npz.
 //
 //   save_checkpoint(path, ps, metadata)  one float64 array per parameter_view, named by the
-//       view's name ("layers.0.ffn.w1") with the view's shape, plus one 1-D float64 array per
+//       view's name ("model.encoder.0.ffn.fc1.weight") with the view's shape, plus one 1-D float64 array per
 //       metadata entry (e.g. "meta.step" → {1200}). Float views are widened to float64;
 //       float → double → float is exact, so a round trip is bit-exact for float and double.
 //       The archive is written to "<path>.tmp" and renamed onto `path`, so an interrupted

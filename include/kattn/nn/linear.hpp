@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "detail/matmul.hpp"
 #include "parameter.hpp"
@@ -66,6 +67,13 @@ public:
     tensor<T> forward(const tensor<T>& x) {
         tensor<T> y = apply(x);
         x_ = x;
+        return y;
+    }
+
+    /// The same for a temporary x (kept without a copy).
+    tensor<T> forward(tensor<T>&& x) {
+        tensor<T> y = apply(x);
+        x_ = std::move(x);
         return y;
     }
 

@@ -108,14 +108,32 @@ inline index_t count(const parameter_list& ps) {
     return n;
 }
 
-/// ‖g‖₂ over every parameter (accumulated in double).
-inline double grad_norm(const parameter_list& ps) {
-    double s = 0;
-    for (const auto& p : ps)
-        for (index_t i = 0; i < p.size(); ++i) {
-            const double g = p.grad_at(i);
-            s += g * g;
+namespace detail {
+/// Adds g_i² to lane i mod 8 of acc (double; a fixed order, so vectorisable and deterministic).
+template <class T>
+void add_squares(std::span<const T> g, double (&acc)[8]) {
+    const std::size_t n = g.size(), n8 = n - n % 8;
+    for (std::size_t i = 0; i < n8; i += 8)
+        for (std::size_t l = 0; l < 8; ++l) {
+            const double x = double(g[i + l]);
+            acc[l] += x * x;
         }
+    for (std::size_t i = n8; i < n; ++i) {
+        const double x = double(g[i]);
+        acc[i - n8] += x * x;
+    }
+}
+}  // namespace detail
+
+/// ‖g‖₂ over every parameter (accumulated in double: eight partial sums over the flat
+/// index of each view, in a fixed order, added at the end).
+inline double grad_norm(const parameter_list& ps) {
+    double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (const auto& p : ps) {
+        if (p.is_double()) detail::add_squares<double>(p.grad64, acc);
+        else detail::add_squares<float>(p.grad, acc);
+    }
+    const double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     return std::sqrt(s);
 }
 

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include <xsimd/xsimd.hpp>
+
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 
@@ -73,6 +75,16 @@ public:
     const std::vector<double>& second_moment() const { return v_; }
 
 private:
+    /// x[k] ← √x[k] for k < n; correctly rounded, as std::sqrt (whose errno handling keeps
+    /// compilers from vectorising it).
+    static void sqrt_inplace(double* x, std::size_t n) {
+        using batch = xsimd::batch<double>;
+        constexpr std::size_t w = batch::size;
+        std::size_t k = 0;
+        for (; k + w <= n; k += w) xsimd::sqrt(batch::load_unaligned(x + k)).store_unaligned(x + k);
+        for (; k < n; ++k) x[k] = std::sqrt(x[k]);
+    }
+
     template <class T>
     void update(std::span<T> p, std::span<const T> g) {
         detail::require(g.size() == p.size(), "grads", "as many values as params (" + std::to_string(p.size()) + ")",
@@ -85,19 +97,46 @@ private:
         detail::require(p.size() == m_.size(), "params",
                         "the size of the first step's buffer (" + std::to_string(m_.size()) + ")", p.size());
         ++t_;
-        const double b1 = cfg_.beta1, b2 = cfg_.beta2, lr = cfg_.lr;
+        const double b1 = cfg_.beta1, b2 = cfg_.beta2, lr = cfg_.lr, eps = cfg_.eps;
         const double c1 = 1.0 - std::pow(b1, double(t_)), c2 = 1.0 - std::pow(b2, double(t_));
         const double decay = 1.0 - lr * cfg_.weight_decay;
         const double sc2 = 1.0 / std::sqrt(c2);
-        for (std::size_t i = 0; i < p.size(); ++i) {
-            const double gi = static_cast<double>(g[i]);
-            double pi = static_cast<double>(p[i]) * decay;
-            m_[i] = b1 * m_[i] + (1.0 - b1) * gi;
-            v_[i] = b2 * v_[i] + (1.0 - b2) * gi * gi;
-            double vi = v_[i];
-            if (cfg_.amsgrad) vi = vmax_[i] = std::max(vmax_[i], vi);
-            pi -= lr * (m_[i] / c1) / (std::sqrt(vi) * sc2 + cfg_.eps);
-            p[i] = static_cast<T>(pi);
+        const double ob1 = 1.0 - b1, ob2 = 1.0 - b2;
+        const bool ams = cfg_.amsgrad;
+        // Chunks of `chunk` elements in three branch-free (vectorisable) passes: moments, √v,
+        // update. Every element's arithmetic is the scalar formula's, so results do not
+        // depend on the chunking or the thread count.
+        constexpr std::size_t chunk = 512;
+        const std::size_t n = p.size(), chunks = (n + chunk - 1) / chunk;
+        T* const pp = p.data();
+        const T* const gp = g.data();
+        double* const mp = m_.data();
+        double* const vp = v_.data();
+        double* const xp = ams ? vmax_.data() : nullptr;
+#pragma omp parallel for schedule(static) if (n > 262144)
+        for (std::size_t c = 0; c < chunks; ++c) {
+            const std::size_t i0 = c * chunk, nc = std::min(chunk, n - i0);
+            alignas(64) double den[chunk];
+            T* const pc = pp + i0;
+            const T* const gc = gp + i0;
+            double* const mc = mp + i0;
+            double* const vc = vp + i0;
+            for (std::size_t k = 0; k < nc; ++k) {
+                const double gi = static_cast<double>(gc[k]);
+                mc[k] = b1 * mc[k] + ob1 * gi;
+                const double vi = b2 * vc[k] + ob2 * gi * gi;
+                vc[k] = vi;
+                den[k] = vi;
+            }
+            if (ams) {
+                double* const xc = xp + i0;
+                for (std::size_t k = 0; k < nc; ++k) den[k] = xc[k] = std::max(xc[k], den[k]);
+            }
+            sqrt_inplace(den, nc);
+            for (std::size_t k = 0; k < nc; ++k) {
+                const double pi = static_cast<double>(pc[k]) * decay;
+                pc[k] = static_cast<T>(pi - lr * (mc[k] / c1) / (den[k] * sc2 + eps));
+            }
         }
     }
 

@@ -32,7 +32,9 @@ void matmul(index_t n, index_t in, index_t out, const T* x, const T* W, T* y, bo
 
 template <class T>
 void matmul_bt(index_t n, index_t in, index_t out, const T* dy, const T* W, T* dx, bool accumulate = false) {
-    std::vector<T> wt(std::size_t(in * out));
+    // Wᵀ in a per-thread scratch buffer that only grows (no allocation per call).
+    thread_local std::vector<T> wt;
+    if (wt.size() < std::size_t(in * out)) wt.resize(std::size_t(in * out));
     kattn::detail::transpose(in, out, W, out, wt.data(), in);
     matmul(n, out, in, dy, wt.data(), dx, accumulate);
 }

@@ -4,8 +4,9 @@
 //                       (a bijection of 64-bit words; mix64(0) ≠ 0)
 //   step_seed(s, step)  s ^ mix64(step): the seed of a layer's draws at optimiser step
 //                       `step` (dropout masks, fresh frequencies); each pass then draws
-//                       random_stream(step_seed(s, step), stream).uniform(i), a pure
-//                       function of (s, step, stream, i), so any thread count agrees
+//                       random_stream(step_seed(s, step), stream).uniform(i) (dropout: a
+//                       SplitMix64 hash keyed by it, nn/dropout.hpp), a pure function of
+//                       (s, step, stream, i), so any thread count agrees
 //   sub_seed(s, k)      mix64(s ^ mix64(k + 1)): the seed of sub-layer k of a composite
 //                       layer with seed s (distinct, decorrelated seeds from one)
 #pragma once
