@@ -131,29 +131,17 @@ public:
         lens_ = detail::key_counts(ctx);
         x_ = x;
         v_ = wv_.forward(x);
-        tensor<T> y = zeros<T>(ctx.rows(), cfg_.dim);
-        for (index_t h = 0; h < cfg_.heads; ++h) {
-            const auto xh = detail::head_slice(x, ctx, h, dh_), vh = detail::head_slice(v_, ctx, h, dh_);
-            detail::merge_heads(detail::attend(ops_[std::size_t(h)], xh, xh, vh, cfg_.causal, lens_), y.data(),
-                                cfg_.dim, h * dh_);
-        }
         cached_ = true;
-        return wo_.forward(y);
+        return wo_.forward(detail::self_heads_forward(x, v_, ctx, cfg_.heads, dh_, cfg_.causal, lens_, with_op()));
     }
 
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
         detail::require_cache(cached_, "coulomb_attention");
         detail::check_rows("dy", dy, ctx, cfg_.dim);
         const tensor<T> dyo = wo_.backward(dy);
-        tensor<T> dx = zeros<T>(ctx_.rows(), cfg_.dim), dv = zeros<T>(ctx_.rows(), cfg_.dim);
-        for (index_t h = 0; h < cfg_.heads; ++h) {
-            const auto xh = detail::head_slice(x_, ctx_, h, dh_), vh = detail::head_slice(v_, ctx_, h, dh_);
-            const auto g = detail::attend_backward(ops_[std::size_t(h)], xh, xh, vh,
-                                                   detail::head_slice(dyo, ctx_, h, dh_), cfg_.causal, lens_);
-            detail::merge_heads(g.dq, dx.data(), cfg_.dim, h * dh_, true);
-            detail::merge_heads(g.dk, dx.data(), cfg_.dim, h * dh_, true);
-            detail::merge_heads(g.dv, dv.data(), cfg_.dim, h * dh_, false);
-        }
+        tensor<T> dv;
+        tensor<T> dx = detail::self_heads_backward(x_, v_, dyo, ctx_, cfg_.heads, dh_, cfg_.causal, lens_, dv,
+                                                   with_op(), [](index_t, const auto&) {});  // Ω frozen
         dx += wv_.backward(dv);
         return dx;
     }
@@ -179,6 +167,10 @@ public:
     }
 
 private:
+    auto with_op() {
+        return [this](index_t h, auto&& f) { f(ops_[std::size_t(h)]); };
+    }
+
     coulomb_config cfg_;
     index_t dh_ = 0;
     std::vector<sampler_type> particles_;

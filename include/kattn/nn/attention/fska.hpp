@@ -115,36 +115,24 @@ public:
         lens_ = detail::key_counts(ctx);
         x_ = x;
         v_ = wv_.forward(x);
-        tensor<T> y = zeros<T>(ctx.rows(), cfg_.dim);
         for (index_t h = 0; h < cfg_.heads; ++h) {
             z_[std::size_t(h)] = flow(h).noise(cfg_.num_pairs, draw_seed(ctx, h));
             const auto om = detail::pairs_to_omega<T>(flow(h).forward(z_[std::size_t(h)]), dh_);
-            const auto xh = detail::head_slice(x, ctx, h, dh_), vh = detail::head_slice(v_, ctx, h, dh_);
-            visit(h, [&](auto& op) {
-                op.set_omega(om);
-                detail::merge_heads(detail::attend(op, xh, xh, vh, cfg_.causal, lens_), y.data(), cfg_.dim, h * dh_);
-            });
+            visit(h, [&](auto& op) { op.set_omega(om); });
         }
         cached_ = true;
-        return wo_.forward(y);
+        return wo_.forward(detail::self_heads_forward(x, v_, ctx, cfg_.heads, dh_, cfg_.causal, lens_,
+                                                      [this](index_t h, auto&& f) { visit(h, f); }));
     }
 
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
         detail::require_cache(cached_, "fska_attention");
         detail::check_rows("dy", dy, ctx, cfg_.dim);
         const tensor<T> dyo = wo_.backward(dy);
-        tensor<T> dx = zeros<T>(ctx_.rows(), cfg_.dim), dv = zeros<T>(ctx_.rows(), cfg_.dim);
-        for (index_t h = 0; h < cfg_.heads; ++h) {
-            const auto xh = detail::head_slice(x_, ctx_, h, dh_), vh = detail::head_slice(v_, ctx_, h, dh_);
-            const auto dout = detail::head_slice(dyo, ctx_, h, dh_);
-            visit(h, [&](auto& op) {
-                const auto g = detail::attend_backward(op, xh, xh, vh, dout, cfg_.causal, lens_);
-                detail::merge_heads(g.dq, dx.data(), cfg_.dim, h * dh_, true);
-                detail::merge_heads(g.dk, dx.data(), cfg_.dim, h * dh_, true);
-                detail::merge_heads(g.dv, dv.data(), cfg_.dim, h * dh_, false);
-                flow(h).backward(z_[std::size_t(h)], detail::omega_to_pairs(g.d_omega));
-            });
-        }
+        tensor<T> dv;
+        tensor<T> dx = detail::self_heads_backward(
+            x_, v_, dyo, ctx_, cfg_.heads, dh_, cfg_.causal, lens_, dv, [this](index_t h, auto&& f) { visit(h, f); },
+            [this](index_t h, const auto& g) { flow(h).backward(z_[std::size_t(h)], detail::omega_to_pairs(g.d_omega)); });
         dx += wv_.backward(dv);
         return dx;
     }

@@ -10,6 +10,9 @@
 //   pairs_to_omega             flow samples w [m, 2d] (row k = (ω₁ₖ, ω₂ₖ)) → Ω [d, 2m]:
 //                              Ω(i, k) = w(k, i), Ω(i, m + k) = w(k, d + i)
 //   omega_to_pairs             the transpose map for gradients dΩ [d, 2m] → dw [m, 2d]
+//   self_heads_forward /       the per-head loop of the layers with Q = K = the head's slice
+//   self_heads_backward        of x (FSKA, Coulomb): one operator per head, reached through
+//                              a callback with_op(h, f) → f(op)
 //   mean_attention_entropy     mean over (batch, head, valid query i) of
 //                              −Σ_j a_ij log a_ij, a_ij = w_ij / Σ_j w_ij over the valid keys j
 //                              (j < length_b, and j ≤ i when causal), from a row callback
@@ -164,6 +167,44 @@ xt::xtensor<T, 2> sequence_head(const tensor<T>& x, const context& ctx, index_t 
 /// Throws unless a forward pass preceded a backward pass.
 inline void require_cache(bool has, std::string_view layer) {
     if (!has) fail("dy", std::string("a preceding forward() of this ") + std::string(layer) + " layer", "none");
+}
+
+
+/// y[:, h·dh:(h+1)·dh] = attention_h(x_h, x_h, v_h) for every head h; with_op(h, f) calls
+/// f(operator of head h).
+template <class T, class WithOp>
+tensor<T> self_heads_forward(const tensor<T>& x, const tensor<T>& v, const context& ctx, index_t heads, index_t dh,
+                             bool causal, const std::vector<index_t>& lens, WithOp&& with_op) {
+    const index_t D = heads * dh;
+    tensor<T> y = zeros<T>(ctx.rows(), D);
+    for (index_t h = 0; h < heads; ++h) {
+        const auto xh = head_slice(x, ctx, h, dh), vh = head_slice(v, ctx, h, dh);
+        with_op(h, [&](auto& op) { merge_heads(attend(op, xh, xh, vh, causal, lens), y.data(), D, h * dh); });
+    }
+    return y;
+}
+
+/// Backward of self_heads_forward for dout [B·L, D]: returns dx (∂q + ∂k of every head) and
+/// writes dv; on_grad(h, g) receives each head's operator gradients (for ∂Ω).
+template <class T, class WithOp, class OnGrad>
+tensor<T> self_heads_backward(const tensor<T>& x, const tensor<T>& v, const tensor<T>& dout, const context& ctx,
+                              index_t heads, index_t dh, bool causal, const std::vector<index_t>& lens,
+                              tensor<T>& dv, WithOp&& with_op, OnGrad&& on_grad) {
+    const index_t D = heads * dh;
+    tensor<T> dx = zeros<T>(ctx.rows(), D);
+    dv = zeros<T>(ctx.rows(), D);
+    for (index_t h = 0; h < heads; ++h) {
+        const auto xh = head_slice(x, ctx, h, dh), vh = head_slice(v, ctx, h, dh);
+        const auto dh_out = head_slice(dout, ctx, h, dh);
+        with_op(h, [&](auto& op) {
+            const auto g = attend_backward(op, xh, xh, vh, dh_out, causal, lens);
+            merge_heads(g.dq, dx.data(), D, h * dh, true);
+            merge_heads(g.dk, dx.data(), D, h * dh, true);
+            merge_heads(g.dv, dv.data(), D, h * dh, false);
+            on_grad(h, g);
+        });
+    }
+    return dx;
 }
 
 }  // namespace kattn::nn::detail
