@@ -1,8 +1,8 @@
 // Sentence classification on SST-2 and Rotten Tomatoes (DESIGN.md §6–7; docs/results.md).
 //
-// Word-level vocabulary from the training split (lower-cased), Embedding 128 + sinusoidal
-// positions, 2 post-LN encoder layers (2 heads, FFN 256, dropout 0.1), masked mean pooling,
-// Linear head. Models (examples/common/experiment.hpp): the FSKA list (transformer,
+// Word-level vocabulary from the training split (lower-cased, words seen at least twice),
+// Embedding 128 + sinusoidal positions, 2 post-LN encoder layers (2 heads, FFN 256,
+// dropout 0.1), masked mean pooling, MLP head (128 hidden, ReLU). Models (examples/common/experiment.hpp): the FSKA list (transformer,
 // transformer-noqkv, fska, fska-learnable-v, performer) and the Coulomb pairs vanilla-<map>
 // vs kernel-<map> for elu, softplus, softmax_features and favor (m = 256 per head; kernel-:
 // Langevin phase A on the pooled layer inputs, then Ω frozen). Model selection (best epoch,
@@ -32,11 +32,12 @@ int main(int argc, char** argv) {
     std::string json, models_arg, datasets_arg = "sst2,rt", data_dir = "../shared/data/text";
     index_t epochs = 0, seeds_n = 0, batch = 64, threads = 0, max_length = 64, train_limit = 0, patience = 3;
     double lr = 1e-3, weight_decay = 1e-4;
-    index_t min_freq = 1;
+    index_t min_freq = 2;
     experiment::model_options mo;
     mo.dim = 128;
     mo.heads = 2;
     mo.kernel_features = 256;
+    mo.head_hidden = 128;  // the MLP head of DESIGN.md §6
     app.add_flag("--quick", quick, "a few minutes: 4,000 training sentences, 2 epochs, one seed");
     app.add_option("--json", json, "write one record per model and data set here");
     app.add_option("--models", models_arg, "comma-separated model names (default: the full list)");
