@@ -40,7 +40,8 @@ TEST_CASE("nn::progress_bar: plain mode prints a bounded number of lines") {
     CHECK(lines.size() <= 12u);
     for (int k = 1; k <= 10; ++k) {
         CHECK(lines[k - 1].rfind("train [", 0) == 0);
-        CHECK(has(lines[k - 1], " " + std::to_string(10 * k) + "% " + std::to_string(100 * k) + "/1000"));
+        const std::string want = std::string(" ").append(std::to_string(10 * k)).append("% ").append(std::to_string(100 * k)).append("/1000");
+        CHECK(has(lines[k - 1], want));
     }
     // 10 %: ETA = 1 s · 900/100 = 9 s; 10k tokens per second
     CHECK(has(lines[0], "ETA 00:00:09"));

@@ -183,19 +183,26 @@ private:
         std::string s = cfg_.label.empty() ? std::string() : cfg_.label + " ";
         if (bar > 0) {
             const int filled = int(std::min<index_t>(bar, done * bar / cfg_.total));
-            s += "[" + std::string(std::size_t(filled), '#') + std::string(std::size_t(bar - filled), '.') + "] ";
+            s += '[';
+            s.append(std::size_t(filled), '#');
+            s.append(std::size_t(bar - filled), '.');
+            s += "] ";
         }
-        s += std::to_string(done * 100 / cfg_.total) + "% " + std::to_string(done) + "/" + std::to_string(cfg_.total);
-        if (std::isfinite(f.loss)) s += " loss " + detail::format_fixed(f.loss, 4);
-        if (std::isfinite(f.accuracy)) s += " acc " + detail::format_fixed(f.accuracy, 3);
-        for (const auto& [name, value] : f.extra) s += " " + name + " " + detail::to_text(value);
+        s += std::to_string(done * 100 / cfg_.total);
+        s += "% ";
+        s += std::to_string(done);
+        s += '/';
+        s += std::to_string(cfg_.total);
+        if (std::isfinite(f.loss)) s.append(" loss ").append(detail::format_fixed(f.loss, 4));
+        if (std::isfinite(f.accuracy)) s.append(" acc ").append(detail::format_fixed(f.accuracy, 3));
+        for (const auto& [name, value] : f.extra) s.append(" ").append(name).append(" ").append(detail::to_text(value));
         if (std::isfinite(f.tokens) && elapsed_seconds > 0)
-            s += " " + detail::format_si(f.tokens / elapsed_seconds) + " tok/s";
+            s.append(" ").append(detail::format_si(f.tokens / elapsed_seconds)).append(" tok/s");
         if (final)
-            s += " elapsed " + detail::format_hms(elapsed_seconds);
+            s.append(" elapsed ").append(detail::format_hms(elapsed_seconds));
         else if (done < cfg_.total)
-            s += " ETA " + (done > 0 ? detail::format_hms(elapsed_seconds * double(cfg_.total - done) / double(done))
-                                     : std::string("--:--:--"));
+            s.append(" ETA ").append(done > 0 ? detail::format_hms(elapsed_seconds * double(cfg_.total - done) / double(done))
+                                              : std::string("--:--:--"));
         return s;
     }
 

@@ -13,6 +13,12 @@
 // learning rate between steps (schedules: warm-up, cosine decay).
 #pragma once
 
+// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
+// they are inlined here (GCC PR 105593); silence them for this header only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -146,3 +152,5 @@ private:
 };
 
 }  // namespace kattn::optim
+
+#pragma GCC diagnostic pop
