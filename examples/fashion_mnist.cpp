@@ -84,11 +84,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> models{"transformer", "transformer-noqkv", "uniform",   "fska",
                                         "fska-s4",     "fska-signed",       "fska-learnable-v",
                                         "performer",   "kernel-softplus"};
-        if (!models_arg.empty()) {
-            models.clear();
-            std::stringstream ss(models_arg);
-            for (std::string m; std::getline(ss, m, ',');) models.push_back(m);
-        }
+        if (!models_arg.empty()) models = experiment::split_list(models_arg);
         nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs : quick ? 2 : 10,
                                 .batch_size = batch,
                                 .lr = lr,

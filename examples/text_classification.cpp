@@ -62,18 +62,12 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     if (threads > 0) omp_set_num_threads(int(threads));
 
-    auto split = [](const std::string& s) {
-        std::vector<std::string> out;
-        std::stringstream ss(s);
-        for (std::string m; std::getline(ss, m, ',');) out.push_back(m);
-        return out;
-    };
     std::vector<std::string> models{"transformer",     "transformer-noqkv",       "fska",
                                     "fska-learnable-v", "performer",              "vanilla-elu",
                                     "kernel-elu",      "vanilla-softplus",        "kernel-softplus",
                                     "vanilla-softmax_features", "kernel-softmax_features", "vanilla-favor",
                                     "kernel-favor"};
-    if (!models_arg.empty()) models = split(models_arg);
+    if (!models_arg.empty()) models = experiment::split_list(models_arg);
     if (quick) mo.align_steps = std::min<index_t>(mo.align_steps, 50), mo.align_samples = 512;
     const index_t n_seeds = seeds_n > 0 ? seeds_n : quick ? 1 : 3;
     std::vector<std::uint64_t> seeds;
@@ -88,7 +82,7 @@ int main(int argc, char** argv) {
                                   .select = nn::selection_metric::macro_f1};
     std::vector<experiment::record> records;
     try {
-        for (const auto& ds : split(datasets_arg)) {
+        for (const auto& ds : experiment::split_list(datasets_arg)) {
             nn::text_options to{.max_length = max_length, .min_freq = min_freq, .limit_train = train_limit > 0 ? train_limit : quick ? 4000 : 0};
             nn::text_splits data;
             std::string name;

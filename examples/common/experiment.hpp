@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -206,48 +207,57 @@ inline double sd(const std::vector<double>& v) {
     return std::sqrt(s / double(v.size() - 1));
 }
 
+/// "a,b,c" → {"a", "b", "c"} (command-line lists).
+inline std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream ss(s);
+    for (std::string m; std::getline(ss, m, ',');) out.push_back(m);
+    return out;
+}
+
+/// Mean ± sd over the seeds' outcomes.
+inline record aggregate(const std::string& model, const std::string& dataset, const std::vector<outcome>& os) {
+    auto col = [&](double outcome::*f) {
+        std::vector<double> v;
+        for (const auto& o : os) v.push_back(o.*f);
+        return v;
+    };
+    record r;
+    r.model = model;
+    r.dataset = dataset;
+    r.seeds = int(os.size());
+    r.accuracy = mean(col(&outcome::accuracy));
+    r.accuracy_sd = sd(col(&outcome::accuracy));
+    r.macro_f1 = mean(col(&outcome::macro_f1));
+    r.macro_f1_sd = sd(col(&outcome::macro_f1));
+    r.ece = mean(col(&outcome::ece));
+    r.params = os.empty() ? 0 : os.back().params;
+    r.seconds = mean(col(&outcome::seconds));
+    r.entropy = mean(col(&outcome::entropy));
+    r.epochs = mean(col(&outcome::epochs));
+    r.kta_before = mean(col(&outcome::kta_before));
+    r.kta_after = mean(col(&outcome::kta_after));
+    return r;
+}
+
 /// Trains `name` once per seed and aggregates.
 template <class Input>
 record run_model(const std::string& name, const std::string& dataset_name, const splits& data,
                  const model_options& mo, nn::trainer_config tcfg, const std::vector<std::uint64_t>& seeds,
                  const std::function<Input(std::uint64_t)>& make_input) {
-    std::vector<double> acc, f1, ece, secs, ent, ep, kb, ka;
-    long long params = 0;
+    std::vector<outcome> os;
     for (const auto seed : seeds) {
         tcfg.seed = seed;
         tcfg.label = name + " s" + std::to_string(seed) + " ";
         with_model<Input>(name, mo, data.train->num_classes, seed, make_input, [&](auto& model, bool align) {
             const outcome o = train_and_test(model, data, tcfg, mo, align);
-            acc.push_back(o.accuracy);
-            f1.push_back(o.macro_f1);
-            ece.push_back(o.ece);
-            secs.push_back(o.seconds);
-            ent.push_back(o.entropy);
-            ep.push_back(o.epochs);
-            kb.push_back(o.kta_before);
-            ka.push_back(o.kta_after);
-            params = o.params;
+            os.push_back(o);
             std::fprintf(stderr, "%s seed %llu: accuracy %.4f macro-F1 %.4f ECE %.4f (%.0f s, %g epochs)\n",
                          name.c_str(), static_cast<unsigned long long>(seed), o.accuracy, o.macro_f1, o.ece,
                          o.seconds, o.epochs);
         });
     }
-    record r;
-    r.model = name;
-    r.dataset = dataset_name;
-    r.seeds = int(seeds.size());
-    r.accuracy = mean(acc);
-    r.accuracy_sd = sd(acc);
-    r.macro_f1 = mean(f1);
-    r.macro_f1_sd = sd(f1);
-    r.ece = mean(ece);
-    r.params = params;
-    r.seconds = mean(secs);
-    r.entropy = mean(ent);
-    r.epochs = mean(ep);
-    r.kta_before = mean(kb);
-    r.kta_after = mean(ka);
-    return r;
+    return aggregate(name, dataset_name, os);
 }
 
 /// The table printed by both examples.

@@ -25,13 +25,8 @@
 
 namespace experiment {
 
-struct transductive_net_result {
-    double accuracy = 0, macro_f1 = 0, ece = 0, seconds = 0;
-    long long params = 0;
-};
-
 template <class Attention>
-transductive_net_result run_transductive_net(const nn::dataset& seq, index_t n_train, index_t epochs,
+outcome run_transductive_net(const nn::dataset& seq, index_t n_train, index_t epochs,
                                               const model_options& mo, std::uint64_t seed,
                                               const std::function<Attention(index_t)>& make) {
     const index_t N = seq.size(), P = seq.item_size, D = mo.dim;
@@ -62,7 +57,7 @@ transductive_net_result run_transductive_net(const nn::dataset& seq, index_t n_t
         nn::clip_grad_norm(ps, 1.0);
         opt.step(ps);
     }
-    transductive_net_result r;
+    outcome r;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.params = nn::count(ps);
     nn::context ctx{.batch = 1, .length = N};
@@ -95,21 +90,16 @@ inline int run_transductive(const std::string& directory, bool quick, const std:
     mo.dim = 64;
     mo.heads = 4;
     std::vector<std::string> models{"transformer", "transformer-noqkv", "fska", "fska-signed", "fska-learnable-v"};
-    if (!models_arg.empty()) {
-        models.clear();
-        std::stringstream ss(models_arg);
-        for (std::string m; std::getline(ss, m, ',');) models.push_back(m);
-    }
+    if (!models_arg.empty()) models = split_list(models_arg);
     std::printf("Fashion-MNIST, transductive: one sequence of %ld training + %ld test images, %ld full-batch steps\n",
                 long(n_train), long(n_test), long(E));
     std::vector<record> records;
     for (const auto& name : models) {
-        std::vector<double> acc, f1, ece, secs;
-        long long params = 0;
+        std::vector<outcome> os;
         for (index_t s = 0; s < seeds_n; ++s) {
             const std::uint64_t seed = std::uint64_t(s + 1);
             auto ls = [seed](index_t l) { return seed * 1000 + 17 * std::uint64_t(l) + 1; };
-            transductive_net_result r;
+            outcome r;
             if (name == "transformer" || name == "transformer-noqkv") {
                 const bool qkv = name == "transformer";
                 r = run_transductive_net<nn::softmax_mha<float>>(seq, n_train, E, mo, seed, [&](index_t l) {
@@ -129,25 +119,10 @@ inline int run_transductive(const std::string& directory, bool quick, const std:
             }
             std::fprintf(stderr, "%s seed %llu: accuracy %.4f (%.0f s)\n", name.c_str(),
                          static_cast<unsigned long long>(seed), r.accuracy, r.seconds);
-            acc.push_back(r.accuracy);
-            f1.push_back(r.macro_f1);
-            ece.push_back(r.ece);
-            secs.push_back(r.seconds);
-            params = r.params;
+            r.epochs = double(E);
+            os.push_back(r);
         }
-        record rec;
-        rec.model = name;
-        rec.dataset = "fashion-mnist-transductive";
-        rec.seeds = int(seeds_n);
-        rec.accuracy = mean(acc);
-        rec.accuracy_sd = sd(acc);
-        rec.macro_f1 = mean(f1);
-        rec.macro_f1_sd = sd(f1);
-        rec.ece = mean(ece);
-        rec.params = params;
-        rec.seconds = mean(secs);
-        rec.epochs = double(E);
-        records.push_back(rec);
+        records.push_back(aggregate(name, "fashion-mnist-transductive", os));
         print_table(records);
         if (!json.empty()) write_json(json, records);
     }
