@@ -31,7 +31,7 @@ using kattn::index_t;
 int main(int argc, char** argv) {
     CLI::App app{"kattn: FSKA ablation on Fashion-MNIST"};
     bool quick = false, transductive = false;
-    std::string json, models_arg, patch = "7x7", directory = "/usr/share/datasets/fashion-mnist";
+    std::string json, models_arg, seed_list, patch = "7x7", directory = "/usr/share/datasets/fashion-mnist";
     index_t epochs = 0, train_limit = 0, batch = 128, seeds_n = 1, threads = 0;
     double lr = 1e-3;
     experiment::model_options mo;
@@ -43,7 +43,8 @@ int main(int argc, char** argv) {
     app.add_option("--train-limit", train_limit, "use the first N training images (0: all)");
     app.add_option("--batch", batch, "mini-batch size")->check(CLI::PositiveNumber);
     app.add_option("--lr", lr, "peak learning rate (AdamW, 5% warm-up, cosine decay)")->check(CLI::PositiveNumber);
-    app.add_option("--seeds", seeds_n, "seeds per model")->check(CLI::PositiveNumber);
+    app.add_option("--seeds", seeds_n, "seeds per model: seeds 1 … N")->check(CLI::PositiveNumber);
+    app.add_option("--seed-list", seed_list, "run exactly these seeds (e.g. 2,3), overriding --seeds");
     app.add_option("--dim", mo.dim, "model width d")->check(CLI::PositiveNumber);
     app.add_option("--heads", mo.heads, "attention heads")->check(CLI::PositiveNumber);
     app.add_option("--pairs", mo.fska_pairs, "FSKA frequency pairs per head")->check(CLI::PositiveNumber);
@@ -57,7 +58,8 @@ int main(int argc, char** argv) {
     if (threads > 0) omp_set_num_threads(int(threads));
 
     try {
-        if (transductive) return experiment::run_transductive(directory, quick, json, models_arg, epochs, seeds_n);
+        const auto seeds = experiment::seed_list(seed_list, seeds_n);
+        if (transductive) return experiment::run_transductive(directory, quick, json, models_arg, epochs, seeds);
 
         nn::fashion_mnist_options fo;
         fo.directory = directory;
@@ -91,8 +93,6 @@ int main(int argc, char** argv) {
                                 .weight_decay = 1e-4,
                                 .warmup_fraction = 0.05,
                                 .clip = 1.0};
-        std::vector<std::uint64_t> seeds;
-        for (index_t s = 0; s < seeds_n; ++s) seeds.push_back(std::uint64_t(s + 1));
         std::printf("Fashion-MNIST: %ld train / %ld dev / %ld test images, %s patches, d = %ld, %ld heads, %ld epochs\n",
                     long(train.size()), long(dev.size()), long(test.size()), patch.c_str(), long(mo.dim),
                     long(mo.heads), long(tcfg.epochs));

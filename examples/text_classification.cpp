@@ -29,7 +29,7 @@ using kattn::index_t;
 int main(int argc, char** argv) {
     CLI::App app{"kattn: sentence classification (SST-2, Rotten Tomatoes) with kernel attention"};
     bool quick = false;
-    std::string json, models_arg, datasets_arg = "sst2,rt", data_dir = "../shared/data/text";
+    std::string json, models_arg, seed_list, datasets_arg = "sst2,rt", data_dir = "../shared/data/text";
     index_t epochs = 0, seeds_n = 0, batch = 64, threads = 0, max_length = 64, train_limit = 0, patience = 3;
     double lr = 1e-3, weight_decay = 1e-4;
     index_t min_freq = 2;
@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
     app.add_option("--data", data_dir, "directory holding sst2/ and rt-polarity/");
     app.add_option("--epochs", epochs, "maximum epochs (default 10; quick 2)")->check(CLI::PositiveNumber);
     app.add_option("--patience", patience, "early stopping: epochs without a better dev macro-F1 (0: off)");
-    app.add_option("--seeds", seeds_n, "seeds per model (default 3; quick 1)")->check(CLI::PositiveNumber);
+    app.add_option("--seeds", seeds_n, "seeds per model (default 3; quick 1): seeds 1 … N")->check(CLI::PositiveNumber);
+    app.add_option("--seed-list", seed_list, "run exactly these seeds (e.g. 2,3), overriding --seeds");
     app.add_option("--batch", batch, "mini-batch size")->check(CLI::PositiveNumber);
     app.add_option("--lr", lr, "peak learning rate (AdamW, 5% warm-up, cosine decay)")->check(CLI::PositiveNumber);
     app.add_option("--max-length", max_length, "truncate sentences to this many tokens")->check(CLI::PositiveNumber);
@@ -70,8 +71,6 @@ int main(int argc, char** argv) {
     if (!models_arg.empty()) models = experiment::split_list(models_arg);
     if (quick) mo.align_steps = std::min<index_t>(mo.align_steps, 50), mo.align_samples = 512;
     const index_t n_seeds = seeds_n > 0 ? seeds_n : quick ? 1 : 3;
-    std::vector<std::uint64_t> seeds;
-    for (index_t s = 0; s < n_seeds; ++s) seeds.push_back(std::uint64_t(s + 1));
     const nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs : quick ? 2 : 10,
                                   .batch_size = batch,
                                   .lr = lr,
@@ -82,6 +81,7 @@ int main(int argc, char** argv) {
                                   .select = nn::selection_metric::macro_f1};
     std::vector<experiment::record> records;
     try {
+        const auto seeds = experiment::seed_list(seed_list, n_seeds);
         for (const auto& ds : experiment::split_list(datasets_arg)) {
             nn::text_options to{.max_length = max_length, .min_freq = min_freq, .limit_train = train_limit > 0 ? train_limit : quick ? 4000 : 0};
             nn::text_splits data;

@@ -20,10 +20,12 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,12 +61,31 @@ struct model_options {
     index_t align_steps = 200;      ///< Coulomb phase A: Langevin steps per layer
 };
 
+/// One seed's outcome.
+struct outcome {
+    std::uint64_t seed = 0;
+    double accuracy = 0, macro_f1 = 0, ece = 0, seconds = 0, entropy = std::nan(""), epochs = 0;
+    long long params = 0;
+    double kta_before = std::nan(""), kta_after = std::nan("");
+
+    nlohmann::json json() const {
+        nlohmann::json j{{"seed", seed},       {"accuracy", accuracy}, {"macro_f1", macro_f1}, {"ece", ece},
+                         {"seconds", seconds}, {"epochs", epochs}};
+        if (std::isfinite(entropy)) j["attention_entropy"] = entropy;
+        if (std::isfinite(kta_before)) j["kta_before"] = kta_before, j["kta_after"] = kta_after;
+        return j;
+    }
+};
+
+/// One model on one data set: mean ± sd over the seeds, and each seed's outcome in `runs`
+/// (scripts/results_table.py --merge pools the runs of records written by separate processes).
 struct record {
     std::string model, dataset;
     int seeds = 0;
     double accuracy = 0, accuracy_sd = 0, macro_f1 = 0, macro_f1_sd = 0, ece = 0;
     long long params = 0;
     double seconds = 0, entropy = std::nan(""), epochs = 0, kta_before = std::nan(""), kta_after = std::nan("");
+    std::vector<outcome> runs;
 
     nlohmann::json json() const {
         nlohmann::json j{{"model", model},       {"dataset", dataset},   {"seeds", seeds},
@@ -73,15 +94,10 @@ struct record {
                          {"seconds", seconds}, {"epochs", epochs}};
         if (std::isfinite(entropy)) j["attention_entropy"] = entropy;
         if (std::isfinite(kta_before)) j["kta_before"] = kta_before, j["kta_after"] = kta_after;
+        j["runs"] = nlohmann::json::array();
+        for (const auto& o : runs) j["runs"].push_back(o.json());
         return j;
     }
-};
-
-/// One seed's outcome.
-struct outcome {
-    double accuracy = 0, macro_f1 = 0, ece = 0, seconds = 0, entropy = std::nan(""), epochs = 0;
-    long long params = 0;
-    double kta_before = std::nan(""), kta_after = std::nan("");
 };
 
 struct splits {
@@ -215,6 +231,28 @@ inline std::vector<std::string> split_list(const std::string& s) {
     return out;
 }
 
+/// The seeds to run: `list` ("4,5") when given, else 1 … n. Seeds are independent, so one
+/// protocol can be split over processes (--seed-list) and pooled with results_table.py --merge.
+inline std::vector<std::uint64_t> seed_list(const std::string& list, index_t n) {
+    std::vector<std::uint64_t> seeds;
+    for (const auto& s : split_list(list)) {
+        std::size_t used = 0;
+        unsigned long long v = 0;
+        try {
+            v = std::stoull(s, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used != s.size() || s.empty() || v == 0)
+            throw kattn::error("kattn: argument '--seed-list': expected comma-separated positive integers, got '" +
+                               list + "'");
+        seeds.push_back(v);
+    }
+    if (seeds.empty())
+        for (index_t s = 0; s < n; ++s) seeds.push_back(std::uint64_t(s + 1));
+    return seeds;
+}
+
 /// Mean ± sd over the seeds' outcomes.
 inline record aggregate(const std::string& model, const std::string& dataset, const std::vector<outcome>& os) {
     auto col = [&](double outcome::*f) {
@@ -237,6 +275,7 @@ inline record aggregate(const std::string& model, const std::string& dataset, co
     r.epochs = mean(col(&outcome::epochs));
     r.kta_before = mean(col(&outcome::kta_before));
     r.kta_after = mean(col(&outcome::kta_after));
+    r.runs = os;
     return r;
 }
 
@@ -250,7 +289,8 @@ record run_model(const std::string& name, const std::string& dataset_name, const
         tcfg.seed = seed;
         tcfg.label = name + " s" + std::to_string(seed) + " ";
         with_model<Input>(name, mo, data.train->num_classes, seed, make_input, [&](auto& model, bool align) {
-            const outcome o = train_and_test(model, data, tcfg, mo, align);
+            outcome o = train_and_test(model, data, tcfg, mo, align);
+            o.seed = seed;
             os.push_back(o);
             std::fprintf(stderr, "%s seed %llu: accuracy %.4f macro-F1 %.4f ECE %.4f (%.0f s, %g epochs)\n",
                          name.c_str(), static_cast<unsigned long long>(seed), o.accuracy, o.macro_f1, o.ece,

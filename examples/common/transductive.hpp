@@ -73,7 +73,8 @@ outcome run_transductive_net(const nn::dataset& seq, index_t n_train, index_t ep
 }
 
 inline int run_transductive(const std::string& directory, bool quick, const std::string& json,
-                            const std::string& models_arg, index_t epochs, index_t seeds_n) {
+                            const std::string& models_arg, index_t epochs,
+                            const std::vector<std::uint64_t>& seeds) {
     nn::fashion_mnist_options fo;
     fo.directory = directory;
     const auto data = nn::load_fashion_mnist(fo);
@@ -96,8 +97,7 @@ inline int run_transductive(const std::string& directory, bool quick, const std:
     std::vector<record> records;
     for (const auto& name : models) {
         std::vector<outcome> os;
-        for (index_t s = 0; s < seeds_n; ++s) {
-            const std::uint64_t seed = std::uint64_t(s + 1);
+        for (const std::uint64_t seed : seeds) {
             auto ls = [seed](index_t l) { return seed * 1000 + 17 * std::uint64_t(l) + 1; };
             outcome r;
             if (name == "transformer" || name == "transformer-noqkv") {
@@ -120,6 +120,7 @@ inline int run_transductive(const std::string& directory, bool quick, const std:
             std::fprintf(stderr, "%s seed %llu: accuracy %.4f (%.0f s)\n", name.c_str(),
                          static_cast<unsigned long long>(seed), r.accuracy, r.seconds);
             r.epochs = double(E);
+            r.seed = seed;
             os.push_back(r);
         }
         records.push_back(aggregate(name, "fashion-mnist-transductive", os));
