@@ -11,8 +11,10 @@
 //   fska-signed            FSKA with direct signed features (no positive transform)
 //   fska-learnable-v       FSKA with a trainable value projection
 //   vanilla-<map>          Q = K = x per head, random frozen Ω (map ∈ elu, softplus,
-//                          softmax_features, favor, sigmoid2, cos2)
+//                          softmax_features, favor, sigmoid2, cos2, porf_softplus)
 //   kernel-<map>           the same with Ω from Langevin particles (Coulomb phase A, then B)
+//   shrunk-<map>           vanilla with ω ~ N(0, σ⁻²I), σ = √d_h / R: ‖ω‖ ≈ R = 1.5, the scale that
+//                          phase A's projection gives, without the alignment (control)
 // run_model trains one model per seed with nn::trainer, evaluates the test split and
 // returns a record {model, dataset, seeds, accuracy ± sd, macro-F1 ± sd, ece, params,
 // seconds, attention entropy}.
@@ -34,6 +36,7 @@
 #include <kattn/features/cos2.hpp>
 #include <kattn/features/elu.hpp>
 #include <kattn/features/favor.hpp>
+#include <kattn/features/porf_softplus.hpp>
 #include <kattn/features/sigmoid2.hpp>
 #include <kattn/features/softmax_features.hpp>
 #include <kattn/features/softplus.hpp>
@@ -162,11 +165,14 @@ void with_model(const std::string& name, const model_options& mo, index_t classe
                                               .learnable_v = learnable_v, .seed = layer_seed(l)});
         });
     };
-    auto coulomb = [&]<class Map>(bool align) {
+    auto coulomb = [&]<class Map>(bool align, bool shrunk) {
+        nn::coulomb_config c{.dim = mo.dim, .heads = mo.heads, .num_features = mo.kernel_features};
+        if (shrunk) c.sigma = std::sqrt(double(mo.dim / mo.heads)) / c.langevin.radius;
         build(
-            [&](index_t l) {
-                return nn::coulomb_attention<Map, float>(
-                    {.dim = mo.dim, .heads = mo.heads, .num_features = mo.kernel_features, .seed = layer_seed(l)});
+            [&, c](index_t l) {
+                nn::coulomb_config cl = c;
+                cl.seed = layer_seed(l);
+                return nn::coulomb_attention<Map, float>(cl);
             },
             align);
     };
@@ -190,21 +196,22 @@ void with_model(const std::string& name, const model_options& mo, index_t classe
         fska(1.0, false, false);
     } else if (name == "fska-learnable-v") {
         fska(1.0, true, true);
-    } else if (name.rfind("vanilla-", 0) == 0 || name.rfind("kernel-", 0) == 0) {
-        const bool align = name.rfind("kernel-", 0) == 0;
+    } else if (name.rfind("vanilla-", 0) == 0 || name.rfind("kernel-", 0) == 0 || name.rfind("shrunk-", 0) == 0) {
+        const bool align = name.rfind("kernel-", 0) == 0, shrunk = name.rfind("shrunk-", 0) == 0;
         const std::string map = name.substr(name.find('-') + 1);
         namespace f = kattn::features;
-        if (map == "elu") coulomb.template operator()<f::elu>(align);
-        else if (map == "softplus") coulomb.template operator()<f::softplus>(align);
-        else if (map == "softmax_features") coulomb.template operator()<f::softmax_features>(align);
-        else if (map == "favor") coulomb.template operator()<f::favor>(align);
-        else if (map == "sigmoid2") coulomb.template operator()<f::sigmoid2>(align);
-        else if (map == "cos2") coulomb.template operator()<f::cos2>(align);
+        if (map == "elu") coulomb.template operator()<f::elu>(align, shrunk);
+        else if (map == "softplus") coulomb.template operator()<f::softplus>(align, shrunk);
+        else if (map == "softmax_features") coulomb.template operator()<f::softmax_features>(align, shrunk);
+        else if (map == "favor") coulomb.template operator()<f::favor>(align, shrunk);
+        else if (map == "sigmoid2") coulomb.template operator()<f::sigmoid2>(align, shrunk);
+        else if (map == "cos2") coulomb.template operator()<f::cos2>(align, shrunk);
+        else if (map == "porf_softplus") coulomb.template operator()<f::porf_softplus>(align, shrunk);
         else throw kattn::error("kattn: argument 'model': expected a map in {elu, softplus, softmax_features, favor, "
-                                "sigmoid2, cos2} after '" + name.substr(0, name.find('-') + 1) + "', got '" + map + "'");
+                                "sigmoid2, cos2, porf_softplus} after '" + name.substr(0, name.find('-') + 1) + "', got '" + map + "'");
     } else {
         throw kattn::error("kattn: argument 'model': expected transformer, transformer-noqkv, uniform, performer, "
-                           "fska, fska-s<k>, fska-signed, fska-learnable-v, vanilla-<map> or kernel-<map>, got '" +
+                           "fska, fska-s<k>, fska-signed, fska-learnable-v, vanilla-<map>, kernel-<map> or shrunk-<map>, got '" +
                            name + "'");
     }
 }

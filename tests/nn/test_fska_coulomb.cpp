@@ -8,6 +8,7 @@
 
 #include <kattn/features/elu.hpp>
 #include <kattn/features/favor.hpp>
+#include <kattn/features/porf_softplus.hpp>
 #include <kattn/nn/attention/coulomb.hpp>
 #include <kattn/nn/attention/fska.hpp>
 
@@ -172,6 +173,8 @@ TEST_CASE("nn::coulomb_attention: backward matches finite differences and never 
     };
     check(elu);
     check(fav);
+    nn::coulomb_attention<features::porf_softplus, double> porf({.dim = 8, .heads = 2, .num_features = 12, .seed = 7});
+    check(porf);
 }
 
 TEST_CASE("nn::coulomb_attention: align() raises the kernel-target alignment and installs the particles") {

@@ -7,7 +7,9 @@
 // the error messages.
 #include "support.hpp"
 
+#include <kattn/features/porf_softplus.hpp>
 #include <kattn/samplers/langevin.hpp>
+#include <kattn/samplers/orthogonal_gaussian.hpp>
 
 #include <algorithm>
 #include <limits>
@@ -389,6 +391,41 @@ TEST_CASE("langevin: linear_attention takes its frequencies from the particles")
     CHECK(kt::rel_err(g.omega(), lv.omega()) == 0.0);
     static_assert(kattn::spectral_sampler<ks::langevin<kf::softplus>>);
     static_assert(!kattn::spectral_sampler_traits<ks::langevin<kf::softplus>>::is_random);
+}
+
+TEST_CASE("langevin: porf_softplus particles start as the orthogonal sampler's blocks") {
+    // PORF: the map is defined with orthogonal frequencies; the particles start from
+    // orthogonal_gaussian's draw for the same seed (rows within a block of d orthogonal),
+    // then move freely.
+    const kattn::index_t d = 4, N = 10;
+    ks::langevin<kf::porf_softplus> lv(d, N, {}, 23);
+    kattn::attention_config cfg;
+    cfg.head_dim = d;
+    cfg.value_dim = 2;
+    cfg.num_features = N;
+    cfg.seed = 23;
+    kattn::linear_attention<kf::porf_softplus, ks::orthogonal_gaussian, kattn::backends::reference, double> o(cfg);
+    CHECK(kt::rel_err(o.omega(), lv.omega()) == 0.0);
+    const auto om = lv.omega();  // d x N: column k = ω_k
+    for (kattn::index_t a = 0; a < N; ++a)
+        for (kattn::index_t b = a + 1; b < N && b / d == a / d; ++b) {
+            double dot = 0, na = 0, nb = 0;
+            for (kattn::index_t i = 0; i < d; ++i) {
+                dot += om(i, a) * om(i, b);
+                na += om(i, a) * om(i, a);
+                nb += om(i, b) * om(i, b);
+            }
+            CHECK(std::abs(dot) < 1e-12 * std::sqrt(na * nb));
+        }
+    // the softplus map keeps the gaussian start: PORF-ness comes from the map's trait alone
+    ks::langevin<kf::softplus> sp(d, N, {}, 23);
+    CHECK(kt::rel_err(sp.omega(), lv.omega()) > 1e-3);
+    static_assert(kattn::spectral_sampler_traits<ks::langevin<kf::porf_softplus>>::orthogonal_init);
+    static_assert(!kattn::spectral_sampler_traits<ks::langevin<kf::softplus>>::orthogonal_init);
+    // linear_attention accepts the particles (its static_assert asks for orthogonal frequencies)
+    kattn::linear_attention<kf::porf_softplus, ks::langevin<kf::porf_softplus>, kattn::backends::reference, double>
+        attn(cfg, lv);
+    CHECK(kt::rel_err(attn.omega(), lv.omega()) == 0.0);
 }
 
 TEST_CASE("langevin: bad inputs throw kattn::error naming the argument") {

@@ -43,9 +43,11 @@ class linear_attention {
     static_assert(sizeof(execution_backend_traits<Backend>) > 0);
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                   "kattn::linear_attention: T must be float or double");
-    static_assert(!map_traits::requires_orthogonal || sampler_traits::is_orthogonal,
+    static_assert(!map_traits::requires_orthogonal || sampler_traits::is_orthogonal ||
+                      sampler_traits::orthogonal_init,
                   "kattn::linear_attention: this feature map (porf_softplus) is defined with orthogonal "
-                  "frequencies; use samplers::orthogonal_gaussian");
+                  "frequencies; use samplers::orthogonal_gaussian (or samplers::langevin, whose particles "
+                  "then start orthogonal)");
 
 public:
     using map_type = Map;

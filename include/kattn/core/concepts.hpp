@@ -58,6 +58,7 @@ namespace detail {
 template <class F> concept has_requires_orthogonal = requires { { F::requires_orthogonal } -> std::convertible_to<bool>; };
 template <class F> concept has_softmax_scaling = requires { { F::softmax_scaling } -> std::convertible_to<bool>; };
 template <class S> concept has_is_orthogonal = requires { { S::is_orthogonal } -> std::convertible_to<bool>; };
+template <class S> concept has_orthogonal_init = requires { { S::orthogonal_init } -> std::convertible_to<bool>; };
 }  // namespace detail
 
 template <class F>
@@ -96,6 +97,12 @@ struct spectral_sampler_traits {
     static constexpr bool is_random = S::is_random;
     static constexpr bool is_orthogonal = [] {
         if constexpr (detail::has_is_orthogonal<S>) return bool(S::is_orthogonal);
+        else return false;
+    }();
+    /// A learned sampler whose frequencies start as orthogonal blocks and are then moved
+    /// (samplers::langevin for a map that requires orthogonal frequencies). Default false.
+    static constexpr bool orthogonal_init = [] {
+        if constexpr (detail::has_orthogonal_init<S>) return bool(S::orthogonal_init);
         else return false;
     }();
 };

@@ -2,7 +2,8 @@
 //
 //   φ(x) = renorm(softplus(u/τ) + floor) with Ω from positive *orthogonal* random
 //   features: the `softplus` map whose frequencies must come from an orthogonal sampler
-//   (linear_attention rejects a non-orthogonal sampler for this map at compile time).
+//   (linear_attention rejects any other sampler for this map at compile time), or from
+//   Coulomb particles that start orthogonal (samplers::langevin: orthogonal_init).
 #pragma once
 
 #include "../samplers/orthogonal_gaussian.hpp"

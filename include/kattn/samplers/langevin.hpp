@@ -78,6 +78,7 @@
 #include "../features/feature_params.hpp"
 #include "detail/alignment.hpp"
 #include "gaussian.hpp"
+#include "orthogonal_gaussian.hpp"
 #include "sampler_params.hpp"
 
 namespace kattn::samplers {
@@ -165,12 +166,16 @@ class langevin {
 public:
     static constexpr const char* name = "langevin";
     static constexpr bool is_random = false;  // the particles are state
+    /// Maps defined with orthogonal frequencies (porf_softplus) start from orthogonal blocks;
+    /// the dynamics then move the particles freely (the Coulomb paper's PORF particles).
+    static constexpr bool orthogonal_init = traits::requires_orthogonal;
     using map_type = Map;
     using backend_type = Backend;
 
     /// N particles drawn as gaussian::sample(init, D, N, seed): ω_k ~ N(0, σ⁻² I), exactly the
-    /// Ω a gaussian-sampled operator with the same seed starts from. `seed` also keys the
-    /// noise and the map's bias.
+    /// Ω a gaussian-sampled operator with the same seed starts from; for a map that requires
+    /// orthogonal frequencies, orthogonal_gaussian::sample(init, D, N, seed) instead. `seed`
+    /// also keys the noise and the map's bias.
     langevin(index_t input_dim, index_t num_particles, const langevin_options& opt = {}, std::uint64_t seed = 0,
              const sampler_params& init = {})
         : d_(input_dim), N_(num_particles), opt_(opt), seed_(seed) {
@@ -179,7 +184,8 @@ public:
         D_ = traits::frequency_dim(d_);
         validate_options();
         w_.resize(static_cast<std::size_t>(N_ * D_));
-        gaussian::sample(init, D_, N_, seed, w_.data());
+        if constexpr (orthogonal_init) orthogonal_gaussian::sample(init, D_, N_, seed, w_.data());
+        else gaussian::sample(init, D_, N_, seed, w_.data());
         init_bias();
     }
 
