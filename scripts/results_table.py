@@ -2,13 +2,14 @@
 """Markdown tables from the --json files of examples/fashion_mnist and
 examples/text_classification (docs/results.md is built from their output).
 
-usage: scripts/results_table.py [--merge] [--out MERGED.json] FILE.json [FILE.json ...]
+usage: scripts/results_table.py [--merge] [--out MERGED.json] [--models a,b,...] FILE.json [FILE.json ...]
 
 --merge pools the records of one model on one data set across files by their per-seed
 "runs" (a protocol split over processes with --seed-list), recomputing mean ± sd (sample
 sd, n - 1) exactly as the examples do. A seed that appears twice must carry the same
 numbers, else the files come from different builds or protocols and the merge stops.
---out writes the merged records as JSON in the examples' format.
+--out writes the merged records as JSON in the examples' format. --models keeps only these
+models, in this order.
 """
 import argparse
 import json
@@ -80,6 +81,7 @@ def main():
     ap.add_argument("files", nargs="+")
     ap.add_argument("--merge", action="store_true", help="pool records of one model and data set by seed")
     ap.add_argument("--out", help="write the (merged) records here as JSON")
+    ap.add_argument("--models", help="comma-separated: keep only these models, in this order")
     a = ap.parse_args()
     records = []
     for p in a.files:
@@ -87,6 +89,9 @@ def main():
             records += json.load(f)
     if a.merge:
         records = merge(records)
+    if a.models:
+        order = a.models.split(",")
+        records = sorted((r for r in records if r["model"] in order), key=lambda r: order.index(r["model"]))
     if a.out:
         with open(a.out, "w") as f:
             json.dump(records, f, indent=2)
