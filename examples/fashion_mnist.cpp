@@ -17,7 +17,6 @@
 
 #include <cstdio>
 #include <numeric>
-#include <sstream>
 
 #include <kattn/nn/data/fashion_mnist.hpp>
 #include <kattn/nn/data/text_datasets.hpp>

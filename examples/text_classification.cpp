@@ -17,7 +17,6 @@
 #include <omp.h>
 
 #include <cstdio>
-#include <sstream>
 
 #include <kattn/nn/data/text_datasets.hpp>
 

@@ -20,6 +20,7 @@
 // seconds, attention entropy}.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -238,7 +239,7 @@ inline std::vector<std::string> split_list(const std::string& s) {
     return out;
 }
 
-/// The seeds to run: `list` ("4,5") when given, else 1 … n. Seeds are independent, so one
+/// The seeds to run: `list` ("4,5"; distinct, so mean ± sd is over different runs) when given, else 1 … n. Seeds are independent, so one
 /// protocol can be split over processes (--seed-list) and pooled with results_table.py --merge.
 inline std::vector<std::uint64_t> seed_list(const std::string& list, index_t n) {
     std::vector<std::uint64_t> seeds;
@@ -250,9 +251,9 @@ inline std::vector<std::uint64_t> seed_list(const std::string& list, index_t n) 
         } catch (const std::exception&) {
             used = 0;
         }
-        if (used != s.size() || s.empty() || v == 0)
-            throw kattn::error("kattn: argument '--seed-list': expected comma-separated positive integers, got '" +
-                               list + "'");
+        if (used != s.size() || s.empty() || v == 0 || std::find(seeds.begin(), seeds.end(), v) != seeds.end())
+            throw kattn::error("kattn: argument '--seed-list': expected distinct comma-separated positive integers, "
+                               "got '" + list + "'");
         seeds.push_back(v);
     }
     if (seeds.empty())

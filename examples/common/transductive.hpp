@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstdio>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
