@@ -1,4 +1,4 @@
-// FSKA's ablation on Fashion-MNIST (DESIGN.md §6–7; docs/results.md).
+// FSKA's ablation on Fashion-MNIST (docs/encoder.md §3; docs/results.md).
 //
 // Each 28×28 image is cut into 7×7 patches (16 tokens; --patch rows: 28 row tokens), embedded
 // by a Linear layer with sinusoidal positions, encoded by 2 post-LN layers (d = 64, 4 heads,

@@ -1,4 +1,4 @@
-// Sentence classification on SST-2 and Rotten Tomatoes (DESIGN.md §6–7; docs/results.md).
+// Sentence classification on SST-2 and Rotten Tomatoes (docs/encoder.md §3; docs/results.md).
 //
 // Word-level vocabulary from the training split (lower-cased, words seen at least twice),
 // Embedding 128 + sinusoidal positions, 2 post-LN encoder layers (2 heads, FFN 256,
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     mo.dim = 128;
     mo.heads = 2;
     mo.kernel_features = 256;
-    mo.head_hidden = 128;  // the MLP head of DESIGN.md §6
+    mo.head_hidden = 128;  // the MLP head of docs/results.md §2
     app.add_flag("--quick", quick, "a few minutes: 4,000 training sentences, 2 epochs, one seed");
     app.add_option("--json", json, "write one record per model and data set here");
     app.add_option("--models", models_arg, "comma-separated model names (default: the full list)");

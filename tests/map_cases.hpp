@@ -1,5 +1,5 @@
 // tests/map_cases.hpp — the feature-map × sampler × hyper-parameter cases shared by the
-// feature-map and linear-attention tests. Every map of DESIGN.md §3 appears at least once,
+// feature-map and linear-attention tests. Every map of docs/feature_maps.md §2 appears at least once,
 // with non-default hyper-parameters where the map has any (so τ, s, floor and renorm paths
 // are exercised), plus the classic linear-transformer map (elu, identity Ω, no renorm).
 #pragma once

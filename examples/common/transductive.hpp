@@ -1,4 +1,4 @@
-// examples/common/transductive.hpp — the FSKA authors' Fashion-MNIST protocol (DESIGN.md §7).
+// examples/common/transductive.hpp — the FSKA authors' Fashion-MNIST protocol (docs/results.md, "The authors' transductive protocol").
 //
 // Every image is ONE token of 784 pixels; Linear(784, d) embeds it (no positions: the set is
 // unordered). A subset of training images (3,000; --quick 1,000) and test images (1,000;

@@ -11,12 +11,12 @@
 
 #include "fwd.hpp"
 
-#include "core/concepts.hpp"
+#include "concepts.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/math.hpp"
 #include "core/random.hpp"
-#include "core/row_ops.hpp"
+#include "linalg/row_ops.hpp"
 #include "core/shape.hpp"
 
 #include "samplers/gaussian.hpp"

@@ -1,7 +1,7 @@
 // linear_attention (reference backend) against the explicit O(L²) kernel-weighted
 // attention built from features(), for every feature map × {non-causal, causal, padded,
 // causal+padded} × rank 2 and rank 4, in double and float; recurrent decoding; the
-// causality property (DESIGN.md §8: a large future key must not leak into earlier
+// causality property (docs/design.md §7: a large future key must not leak into earlier
 // outputs); padding invariance; backward against finite differences; the denominator guard.
 #include "map_cases.hpp"
 
@@ -216,7 +216,7 @@ TEST_CASE_TEMPLATE("step() token by token reproduces the causal forward", P, KT_
     }
 }
 
-// ---- causality property (DESIGN.md §8) ------------------------------------------------------
+// ---- causality property (docs/design.md §7) ------------------------------------------------------
 
 TEST_CASE_TEMPLATE("causal: perturbing token t (with a huge key) never changes outputs before t", C,
                    KT_ALL_CASES) {
@@ -256,7 +256,7 @@ TEST_CASE_TEMPLATE("causal: perturbing token t (with a huge key) never changes o
 
 TEST_CASE_TEMPLATE("causal stabiliser: a future key with a much larger shift does not underflow earlier keys", C,
                    kt::cases::favor, kt::cases::favor_hyperbolic) {
-    // DESIGN.md §8. Every key before t has a large norm, so its shift
+    // docs/feature_maps.md §4. Every key before t has a large norm, so its shift
     // c_j = max_l u_l − ‖x‖²/2 is about −900; the key at t is ω_0 / input_scale, whose shift
     // is ‖ω_0‖²/2 > 0. A stabiliser taken over the whole sequence would weight the earlier
     // keys by exp(c_j − c_t) = 0 (underflow) and change every earlier output; a running

@@ -1,5 +1,5 @@
 // Bad input to linear_attention throws kattn::error whose message names the argument
-// (DESIGN.md §2 "Errors": never undefined behaviour, never a silent NaN).
+// (docs/errors.md: never undefined behaviour, never a silent NaN).
 #include "map_cases.hpp"
 
 #include <array>

@@ -1,6 +1,6 @@
 // Vector-Jacobian products of every feature map against central finite differences
-// (DESIGN.md §3: "Every map provides its VJP with respect to x and to (Ω, b); check it
-// against central finite differences in double precision").
+// (docs/feature_maps.md §1, §9: every map provides its VJP with respect to x and to (Ω, b), checked
+// against central finite differences in double precision).
 //
 // Map level: L(x, Ω, b) = ⟨dφ, φ(x; Ωᵀx, b, shift)⟩ with a fixed shift; the VJP gives
 //   ∂L/∂x = Ω du + dx_direct,   ∂L/∂Ω = x duᵀ,   ∂L/∂b = db.

@@ -1,5 +1,5 @@
 // Monte-Carlo convergence of every random feature map to its closed-form kernel
-// (DESIGN.md §3 "Closed forms used by tests"):
+// (docs/feature_maps.md §2, "unbiased for"; docs/samplers.md, gmm closed-form kernels):
 //   trig + gaussian(σ)              → exp(−‖x−y‖²/2σ²)
 //   favor, favor_hyperbolic          → exp(xᵀy)         (ω ~ N(0, I), input_scale = 1)
 //   nonstationary + gaussian(σ) on R^{2d} (one mixture component, μ = 0, S = σ⁻²I)
@@ -22,7 +22,7 @@ namespace ks = kattn::samplers;
 
 constexpr std::size_t kDim = 4;
 
-/// Fixed input pairs: x and y with norms ≈ 0.7 (moderate, DESIGN.md §8 on favor's error).
+/// Fixed input pairs: x and y with norms ≈ 0.7 (moderate, docs/feature_maps.md §7 on favor's error).
 struct pairs_t {
     xt::xtensor<double, 2> x, y;
 };
@@ -148,7 +148,7 @@ double rbf(const double* x, const double* y, std::size_t d, double sigma) {
     return std::exp(-sqdist(x, y, d) / (2 * sigma * sigma));
 }
 double softmax_kernel(const double* x, const double* y, std::size_t d) { return std::exp(dot(x, y, d)); }
-/// DESIGN.md's mixture formula with one component, μ = 0, S = σ⁻²I over R^{2d}.
+/// docs/samplers.md's gmm mixture formula with one component, μ = 0, S = σ⁻²I over R^{2d}.
 double nonstationary_kernel(const double* x, const double* y, std::size_t d, double sigma) {
     const double is2 = 1 / (sigma * sigma);
     // V = {(x−y, 0), (0, x−y), (x, −y), (−y, x)}: ‖v‖² = ‖x−y‖², ‖x−y‖², ‖x‖²+‖y‖², ‖x‖²+‖y‖².

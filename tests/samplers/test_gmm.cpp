@@ -578,7 +578,7 @@ TEST_CASE("gmm: nonstationary features with an NGSM converge to nonstationary_ke
     REQUIRE(!g.is_diagonal());
     const auto s = ngsm_spec();
     const auto k = [&](const double* x, const double* y) { return g.nonstationary_kernel(x, y, index_t(d)); };
-    // DESIGN.md §3: ¼ Σ_{v∈V} cos(μᵀv) exp(−½vᵀSv), V = {(x−y, 0), (0, x−y), (x, −y), (−y, x)}.
+    // docs/samplers.md (gmm closed-form kernels): ¼ Σ_{v∈V} cos(μᵀv) exp(−½vᵀSv), V = {(x−y, 0), (0, x−y), (x, −y), (−y, x)}.
     auto design = [&](const double* x, const double* y, bool wrong_sign) {
         double v[4][4];
         for (std::size_t i = 0; i < d; ++i) {

@@ -1,4 +1,4 @@
-// samplers::langevin — the Coulomb particle sampler (DESIGN.md §5).
+// samplers::langevin — the Coulomb particle sampler (docs/samplers.md).
 //
 // Energies against the naive O(n²) / O(N²) formulas, gradients against central finite
 // differences (double), the dynamics' properties (monotone descent without noise, repulsion

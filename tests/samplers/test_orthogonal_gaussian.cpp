@@ -1,5 +1,5 @@
 // Tests for kattn/samplers/orthogonal_gaussian.hpp: exact orthogonality within a block,
-// chi / fixed norms, the QR sign fix (DESIGN.md §8), unbiasedness of positive random
+// chi / fixed norms, the QR sign fix (docs/samplers.md), unbiasedness of positive random
 // features, determinism, argument errors.
 #include <doctest/doctest.h>
 

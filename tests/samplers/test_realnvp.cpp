@@ -19,7 +19,7 @@
 #include <kattn/fwd.hpp>
 #include <kattn/attention/linear_attention.hpp>
 #include <kattn/backends/reference.hpp>
-#include <kattn/core/concepts.hpp>
+#include <kattn/concepts.hpp>
 #include <kattn/core/random.hpp>
 #include <kattn/features/nonstationary.hpp>
 #include <kattn/samplers/density.hpp>

@@ -26,7 +26,7 @@
 
 #include "../fwd.hpp"
 #include "../backends/simd.hpp"  // the default backend
-#include "../core/concepts.hpp"
+#include "../concepts.hpp"
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
 #include "../backends/problem.hpp"
@@ -40,7 +40,7 @@ template <class Map, class Sampler = typename Map::default_sampler, class Backen
 class linear_attention {
     using map_traits = feature_map_traits<Map>;
     using sampler_traits = spectral_sampler_traits<Sampler>;
-    static_assert(sizeof(execution_backend_traits<Backend>) > 0);
+    static_assert(sizeof(execution_backend_traits<Backend>) > 0);  // readable errors for a non-backend
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                   "kattn::linear_attention: T must be float or double");
     static_assert(!map_traits::requires_orthogonal || sampler_traits::is_orthogonal ||
@@ -156,7 +156,7 @@ public:
                         detail::shape_text(x.shape()));
         if (cfg_.check_finite) detail::check_finite("x", x.data(), index_t(x.size()));
         xt::xtensor<T, 2> phi = xt::xtensor<T, 2>::from_shape({x.shape()[0], std::size_t(feature_dim())});
-        detail::feature_problem<T> pb{spec(), x.data(), phi.data(), index_t(x.shape()[0]), input_scale_};
+        backends::feature_problem<T> pb{spec(), x.data(), phi.data(), index_t(x.shape()[0]), input_scale_};
         Backend::template features<Map>(pb);
         return phi;
     }
@@ -240,20 +240,29 @@ public:
         expect("k_t", k_t, cfg_.head_dim);
         expect("v_t", v_t, cfg_.value_dim);
         xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(v_t.shape());
-        detail::recurrent_state_view sv{st.S.data(), st.z.data(), st.C.data(), st.steps.data()};
-        Backend::template step<Map>(spec(), n, cfg_.value_dim, input_scale_, cfg_.eps, sv, q_t.data(), k_t.data(),
-                                    v_t.data(), out.data());
+        backends::step_problem<T> sp;
+        sp.spec = spec();
+        sp.state = backends::recurrent_state_view{st.S.data(), st.z.data(), st.C.data(), st.steps.data()};
+        sp.q = q_t.data();
+        sp.k = k_t.data();
+        sp.v = v_t.data();
+        sp.out = out.data();
+        sp.problems = n;
+        sp.dv = cfg_.value_dim;
+        sp.input_scale = input_scale_;
+        sp.eps = cfg_.eps;
+        Backend::template step<Map>(sp);
         return out;
     }
 
 private:
-    detail::spectral_view<T> spec() const {
-        return detail::spectral_view<T>{omega_.data(), map_traits::uses_bias ? bias_.data() : nullptr,
+    backends::spectral_view<T> spec() const {
+        return backends::spectral_view<T>{omega_.data(), map_traits::uses_bias ? bias_.data() : nullptr,
                                         cfg_.head_dim, m_, params_};
     }
 
     template <std::size_t R>
-    detail::attention_problem<T> make_problem(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
+    backends::attention_problem<T> make_problem(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
                                               const xt::xtensor<T, R>& v, bool causal, key_lengths lengths,
                                               bool has_lengths) const {
         static_assert(R == 2 || R == 4, "kattn::linear_attention: inputs are [length, dim] or "
@@ -268,7 +277,7 @@ private:
             detail::check_finite("k", k.data(), index_t(k.size()));
             detail::check_finite("v", v.data(), index_t(v.size()));
         }
-        detail::attention_problem<T> pb;
+        backends::attention_problem<T> pb;
         pb.spec = spec();
         pb.q = q.data();
         pb.k = k.data();
@@ -312,7 +321,7 @@ private:
         g.dv = xt::xtensor<T, R>::from_shape(v.shape());
         g.d_omega = xt::xtensor<T, 2>::from_shape(omega_.shape());
         g.d_bias = xt::xtensor<T, 1>::from_shape({map_traits::uses_bias ? std::size_t(m_) : std::size_t(0)});
-        detail::attention_gradients<T> gv{dout.data(), g.dq.data(), g.dk.data(), g.dv.data(), g.d_omega.data(),
+        backends::attention_gradients<T> gv{dout.data(), g.dq.data(), g.dk.data(), g.dv.data(), g.d_omega.data(),
                                           map_traits::uses_bias ? g.d_bias.data() : nullptr};
         Backend::template backward<Map>(pb, gv);
         return g;

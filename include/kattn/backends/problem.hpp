@@ -1,15 +1,16 @@
-// kattn/backends/problem.hpp — the raw-pointer problem descriptions backends execute.
+// kattn/backends/problem.hpp — the backend contract's data: what an operator hands a backend.
 //
-// Operators validate xtensor arguments at the API edge, then hand backends these plain
-// structs: contiguous row-major buffers, extents, the spectral parameters and options.
-// A problem is `problems = batch·heads` independent attention heads; head p belongs to
-// batch entry p / heads (used for key lengths).
+// Operators validate xtensor arguments at the API edge, then call the four primitives of
+// an execution backend (backends/execution_backend.hpp) with these plain structs:
+// contiguous row-major buffers, extents, the spectral parameters and the options. A
+// problem is `problems = batch·heads` independent heads; head p belongs to batch entry
+// p / heads (key lengths are per batch entry). Writing a backend: docs/backends.md.
 #pragma once
 
 #include "../core/config.hpp"
 #include "../features/feature_params.hpp"
 
-namespace kattn::detail {
+namespace kattn::backends {
 
 /// Spectral parameters and feature hyper-parameters of one operator.
 template <class T>
@@ -45,11 +46,12 @@ struct attention_problem {
     T input_scale = 1;  ///< q and k are multiplied by this before the map
     double eps = 1e-6;  ///< denominator guard
 
-    index_t valid_keys(index_t p) const { return key_lengths ? key_lengths[p / heads] : k_len; }
+    KATTN_HD index_t valid_keys(index_t p) const { return key_lengths ? key_lengths[p / heads] : k_len; }
 };
 
 /// Outputs of a backward pass; d_omega (d × P) and d_bias (m) are overwritten with the
-/// sum over all heads; dq, dk, dv have the shapes of q, k, v.
+/// sum over all heads (either may be nullptr: not wanted); dq, dk, dv have the shapes of
+/// q, k, v.
 template <class T>
 struct attention_gradients {
     const T* dout = nullptr;
@@ -68,6 +70,33 @@ struct recurrent_state_view {
     double* C = nullptr;
     index_t* steps = nullptr;
 };
+
+/// One decoding token for every head: q, k: [problems, d]; v, out: [problems, dv]. The
+/// backend adds (k, v) to `state`, then writes the attention of q over every token so far.
+template <class T>
+struct step_problem {
+    spectral_view<T> spec;
+    recurrent_state_view state;
+    const T* q = nullptr;
+    const T* k = nullptr;
+    const T* v = nullptr;
+    T* out = nullptr;
+    index_t problems = 1, dv = 0;
+    T input_scale = 1;
+    double eps = 1e-6;
+};
+
+}  // namespace kattn::backends
+
+namespace kattn::detail {
+
+// The contract's types under their pre-0.2 names (they lived in kattn::detail).
+using backends::attention_gradients;
+using backends::attention_problem;
+using backends::feature_problem;
+using backends::recurrent_state_view;
+using backends::spectral_view;
+using backends::step_problem;
 
 /// Denominator guard: positive maps max(den, eps); signed maps sign(den)·max(|den|, eps).
 /// Returns the guarded value; `clamped` tells whether the guard replaced den.

@@ -9,8 +9,8 @@
 //
 // The instruction set is xsimd's default architecture for the compile flags
 // (`-march=native` in kattn's own tests and benchmarks; SSE2 baseline otherwise).
-// `step` (recurrent decoding) is inherited from the reference backend: one token
-// at a time has nothing to tile.
+// `step` (recurrent decoding) forwards to the reference backend: one token at a time has
+// nothing to tile.
 #pragma once
 
 #include "simd/linear_backward.hpp"  // first: brings in xsimd with GCC PR 105593 warnings silenced
@@ -21,13 +21,14 @@
 
 namespace kattn::backends {
 
-struct simd : reference {
+struct simd {
     static constexpr const char* name = "simd";
-    struct backend_tag {};
     using arch = xsimd::default_arch;
+    using row_ops = detail::simd_ops<arch>;
+    using gemm = detail::simd_gemm<arch>;
 
     template <class Map, class T>
-    static void features(const detail::feature_problem<T>& pb) {
+    static void features(const backends::feature_problem<T>& pb) {
         namespace si = detail::simd_impl;
         const auto sp = si::spectral<T>::template make<Map>(pb.spec, pb.input_scale, false);
         const index_t tiles = (pb.n + si::tile_rows - 1) / si::tile_rows;
@@ -44,13 +45,19 @@ struct simd : reference {
     }
 
     template <class Map, class T>
-    static void forward(const detail::attention_problem<T>& pb, T* out) {
+    static void forward(const backends::attention_problem<T>& pb, T* out) {
         detail::simd_impl::linear_forward<Map, T, arch>(pb, out);
     }
 
     template <class Map, class T>
-    static void backward(const detail::attention_problem<T>& pb, const detail::attention_gradients<T>& g) {
+    static void backward(const backends::attention_problem<T>& pb, const backends::attention_gradients<T>& g) {
         detail::simd_impl::linear_backward<Map, T, arch>(pb, g);
+    }
+
+    /// One decoding token: the reference backend's step (explicit fallback).
+    template <class Map, class T>
+    static void step(const backends::step_problem<T>& sp) {
+        reference::step<Map>(sp);
     }
 };
 

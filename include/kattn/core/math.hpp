@@ -3,7 +3,7 @@
 // Feature maps express their activation as generic lambdas over a value type V that is
 // either a scalar (float, double) or an `xsimd::batch`. They call `kattn::math::exp(v)`
 // and friends, which forward to `vec_math<V>`: the primary template (here) handles
-// scalars with <cmath>; `backends/simd/batch_math.hpp` specialises it for batches.
+// scalars with <cmath>; `linalg/batch_math.hpp` specialises it for batches.
 // Class-template specialisation (rather than overloading) lets the batch version be
 // declared after the feature maps and still be found at instantiation.
 #pragma once

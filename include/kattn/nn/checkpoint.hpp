@@ -12,7 +12,7 @@
 //       All arrays are read and checked before any view is written: on error ps is untouched.
 // Errors (kattn::error naming the path and the array): unreadable or malformed file, a
 // parameter missing from the file, a shape that differs, duplicate or empty names, a
-// metadata key equal to a parameter name. Reading uses samplers/detail/npz_io.hpp, which
+// metadata key equal to a parameter name. Reading uses io/npz.hpp, which
 // accepts np.savez output (zip64 records included) and rejects np.savez_compressed.
 #pragma once
 
@@ -26,7 +26,7 @@
 #include <system_error>
 #include <vector>
 
-#include "../samplers/detail/npz_io.hpp"
+#include "../io/npz.hpp"
 #include "detail/namespace.hpp"
 #include "parameter.hpp"
 

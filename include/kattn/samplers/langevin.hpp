@@ -68,13 +68,12 @@
 #include <xtensor/xtensor.hpp>
 
 #include "../fwd.hpp"
-#include "../core/concepts.hpp"
+#include "../features/feature_map.hpp"
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/random.hpp"
-#include "../core/row_ops.hpp"
+#include "../linalg/row_ops.hpp"
 #include "../core/shape.hpp"
-#include "../backends/simd/row_ops.hpp"
 #include "../features/feature_params.hpp"
 #include "detail/alignment.hpp"
 #include "gaussian.hpp"
@@ -155,13 +154,15 @@ inline bool energy_converged(const std::vector<double>& e, index_t window, doubl
     return std::abs(last - prev) <= tol * std::abs(last) + atol;
 }
 
-/// Map: the feature map whose kernel the particles align. Backend: how the map's activation
-/// is evaluated — backends::reference (scalar, the default) or backends::simd (xsimd row ops,
-/// vectorised sin/cos/exp; results agree to rounding and are still thread-count independent).
+/// Map: the feature map whose kernel the particles align. Backend: the execution backend
+/// whose row operations (`execution_backend_traits<Backend>::row_ops`) evaluate the map's
+/// activation — backends::reference (scalar, the default) or backends::simd (xsimd, vectorised
+/// sin/cos/exp; results agree to rounding and stay thread-count independent). A backend that
+/// publishes no row operations gets the scalar ones.
 template <class Map, class Backend = backends::reference>
 class langevin {
     using traits = feature_map_traits<Map>;
-    using ops = std::conditional_t<std::is_same_v<Backend, backends::simd>, detail::simd_ops<>, detail::scalar_ops>;
+    using ops = detail::row_ops_of<Backend>;
 
 public:
     static constexpr const char* name = "langevin";

@@ -47,7 +47,7 @@
 #include "../optim/adam.hpp"
 #include "density.hpp"
 #include "detail/coupling.hpp"
-#include "detail/npz_io.hpp"
+#include "../io/npz.hpp"
 #include "sampler_params.hpp"
 
 namespace kattn::samplers {

@@ -17,7 +17,7 @@
 #include "../../core/config.hpp"
 
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
-#include "../../backends/simd/gemm.hpp"
+#include "../../linalg/gemm.hpp"
 #endif
 
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
@@ -223,7 +223,7 @@ void backward_rows(const problem<T>& p, const T* dout, const T* out, const T* ls
 // ---------------------------------------------------------------- tiled kernels (GEMM tiles)
 //
 // Blocks of tile × tile scores are products of register-blocked GEMM tiles
-// (backends/simd/gemm.hpp): S = Q_I K_Jᵀ, O_I += P V_J, and in the backward dV_J += Pᵀ dO_I,
+// (linalg/gemm.hpp): S = Q_I K_Jᵀ, O_I += P V_J, and in the backward dV_J += Pᵀ dO_I,
 // dP = dO_I V_Jᵀ, dQ_I += dS K_J, dK_J += dSᵀ Q_I. Query and key blocks are aligned, so
 // every processed row has at least one unmasked key in every processed block.
 

@@ -19,10 +19,10 @@
 #include <limits>
 #include <vector>
 
-#include "../../core/row_ops.hpp"
+#include "../../linalg/row_ops.hpp"
 #include "../problem.hpp"
-#include "gemm.hpp"
-#include "row_ops.hpp"
+#include "../../linalg/gemm.hpp"
+#include "../../linalg/simd_row_ops.hpp"
 
 
 namespace kattn::detail::simd_impl {

@@ -57,11 +57,11 @@ struct alignment_report {
     std::vector<index_t> steps;  ///< Langevin steps taken per head
 };
 
-template <class Map, class T = float>
+template <class Map, class T = float, class Backend = backends::simd>
 class coulomb_attention {
 public:
     using sampler_type = samplers::langevin<Map, backends::reference>;
-    using operator_type = linear_attention<Map, sampler_type, backends::simd, T>;
+    using operator_type = linear_attention<Map, sampler_type, Backend, T>;
 
     explicit coulomb_attention(const coulomb_config& cfg)
         : cfg_(cfg), dh_(detail::head_dim_of(cfg.dim, cfg.heads)) {

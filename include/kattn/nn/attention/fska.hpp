@@ -56,12 +56,12 @@ struct fska_config {
     std::uint64_t seed = 0;
 };
 
-template <class T = float>
+template <class T = float, class Backend = backends::simd>
 class fska_attention {
 public:
     using positive_op = linear_attention<features::positive<features::nonstationary>, samplers::realnvp,
-                                         backends::simd, T>;
-    using signed_op = linear_attention<features::nonstationary, samplers::realnvp, backends::simd, T>;
+                                         Backend, T>;
+    using signed_op = linear_attention<features::nonstationary, samplers::realnvp, Backend, T>;
 
     explicit fska_attention(const fska_config& cfg)
         : cfg_(cfg), dh_(detail::head_dim_of(cfg.dim, cfg.heads)),

@@ -4,7 +4,7 @@
 //   Q = x·W_Q + b_Q, K = x·W_K + b_K, V = x·W_V + b_V   (nn::linear D → D), dh = D / H
 //   o_h,i = Σ_{j valid} φ(q_h,i)ᵀφ(k_h,j) v_h,j / Σ_{j valid} φ(q_h,i)ᵀφ(k_h,j)
 //   y = concat_h(o_h)·W_O + b_O
-// with φ = Map under one kattn::linear_attention<Map, Sampler, backends::simd, T> operator:
+// with φ = Map under one kattn::linear_attention<Map, Sampler, Backend, T> operator:
 // Ω (dh × num_features) is drawn once from `Sampler` with a seed derived from config.seed,
 // is shared by all heads and is not trained (backward ignores d_omega); set_omega replaces it.
 // Feature-map and sampler options (temperature, floor, scale, renormalize, sigma, norms,
@@ -39,10 +39,10 @@ struct kernel_mha_config {
     kattn::attention_config attention{};  ///< feature-map / sampler options (sizes and seed overwritten)
 };
 
-template <class Map, class Sampler = typename Map::default_sampler, class T = float>
+template <class Map, class Sampler = typename Map::default_sampler, class T = float, class Backend = backends::simd>
 class kernel_mha {
 public:
-    using operator_type = linear_attention<Map, Sampler, backends::simd, T>;
+    using operator_type = linear_attention<Map, Sampler, Backend, T>;
 
     explicit kernel_mha(const kernel_mha_config& cfg) : cfg_(cfg), op_(make_config(cfg)) {
         const index_t D = cfg.dim;
@@ -134,7 +134,7 @@ private:
 };
 
 /// Performer: favor features with orthogonal random frequencies and learned Q/K/V.
-template <class T = float>
-using performer = kernel_mha<features::favor, samplers::orthogonal_gaussian, T>;
+template <class T = float, class Backend = backends::simd>
+using performer = kernel_mha<features::favor, samplers::orthogonal_gaussian, T, Backend>;
 
 }  // namespace kattn::nn

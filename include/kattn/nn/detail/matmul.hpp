@@ -11,7 +11,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "../../backends/simd/gemm.hpp"
+#include "../../linalg/gemm.hpp"
 #include "../../core/config.hpp"
 #include "namespace.hpp"
 

@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "../../core/config.hpp"
-#include "../../core/row_ops.hpp"
+#include "../../linalg/row_ops.hpp"
 #include "../../features/feature_params.hpp"
 
 namespace kattn::detail {

@@ -12,7 +12,7 @@
 //   s: W1 [H, D], b1 [H], W2 [D, H], b2 [D];   then t: the same.
 //
 // Every layer runs over all n rows at once as matrix products (detail::gemm, the
-// register-blocked kernel of backends/simd/gemm.hpp). Only the Dp columns with b_j = 1
+// register-blocked kernel of linalg/gemm.hpp). Only the Dp columns with b_j = 1
 // feed the nets (the others of x_m are 0) and only the Dm columns with b_j = 0 of ŝ and t
 // are used, so the products run on compressed operands: with Xc [n, Dp] = the b_j = 1
 // columns of X,
@@ -39,7 +39,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "../../backends/simd/gemm.hpp"
+#include "../../linalg/gemm.hpp"
 #include "../../core/config.hpp"
 
 namespace kattn::detail {

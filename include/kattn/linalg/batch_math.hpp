@@ -1,4 +1,4 @@
-// kattn/backends/simd/batch_math.hpp — kattn::math for xsimd batches.
+// kattn/linalg/batch_math.hpp — kattn::math for xsimd batches.
 //
 // Specialises `kattn::math::vec_math` (core/math.hpp) so that feature maps written as
 // generic lambdas run on `xsimd::batch<T, Arch>` with xsimd's vectorised exp, sin, cos,
@@ -14,7 +14,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "../../core/math.hpp"
+#include "../core/math.hpp"
 
 
 namespace kattn::math {

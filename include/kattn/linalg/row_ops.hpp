@@ -1,14 +1,14 @@
-// kattn/core/row_ops.hpp — the scalar row-operation policy.
+// kattn/linalg/row_ops.hpp — the scalar row-operation policy.
 //
 // Feature maps are written against a small "row ops" interface so that one definition
 // serves the scalar reference backend and the vectorised simd backend:
 //   Ops::transform(n, out, f, in...)   out[i] = f(in[i]...), f generic over scalar/batch
 //   Ops::sum(n, x), Ops::max(n, x), Ops::dot(n, x, y)   row reductions in a fixed order
-// `scalar_ops` calls f with scalars; `simd_ops<Arch>` (backends/simd/row_ops.hpp) with
+// `scalar_ops` calls f with scalars; `simd_ops<Arch>` (linalg/simd_row_ops.hpp) with
 // xsimd batches and a scalar tail.
 #pragma once
 
-#include "config.hpp"
+#include "../core/config.hpp"
 
 namespace kattn::detail {
 
@@ -36,5 +36,15 @@ struct scalar_ops {
         return s;
     }
 };
+
+namespace row_ops_impl {
+template <class P> struct lookup { using type = scalar_ops; };
+template <class P> requires requires { typename P::row_ops; } struct lookup<P> { using type = typename P::row_ops; };
+}  // namespace row_ops_impl
+
+/// The row operations a policy (an execution backend) publishes as `row_ops`; scalar_ops
+/// when it publishes none. Samplers evaluate rows with their backend's choice through this.
+template <class P>
+using row_ops_of = typename row_ops_impl::lookup<P>::type;
 
 }  // namespace kattn::detail

@@ -1,4 +1,4 @@
-// kattn/backends/simd/gemm.hpp — small register-blocked matrix products for tiles.
+// kattn/linalg/gemm.hpp — small register-blocked matrix products (xsimd).
 //
 //   gemm<Arch>(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate)
 //       C[i, j] (+)= Σ_k A[i·a_rs + k·a_cs] · B[k·ldb + j]
@@ -19,7 +19,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "../../core/config.hpp"
+#include "../core/config.hpp"
 
 
 namespace kattn::detail {
@@ -105,6 +105,36 @@ void transpose(index_t rows, index_t cols, const T* src, index_t lds, T* dst, in
     for (index_t i = 0; i < rows; ++i)
         for (index_t j = 0; j < cols; ++j) dst[j * ldd + i] = src[i * lds + j];
 }
+
+/// GEMM policies, published by execution backends as `execution_backend_traits<B>::gemm`:
+/// `G::template run<T>(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate)` computes
+/// C[i, j] (+)= Σ_k A[i·a_rs + k·a_cs] · B[k·ldb + j] with k in order 0..K−1.
+struct scalar_gemm {
+    template <class T>
+    static void run(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb,
+                    T* C, index_t ldc, bool accumulate) {
+        gemm_scalar(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate);
+    }
+};
+
+template <class Arch = xsimd::default_arch>
+struct simd_gemm {
+    template <class T>
+    static void run(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb,
+                    T* C, index_t ldc, bool accumulate) {
+        gemm<Arch>(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate);
+    }
+};
+
+namespace gemm_impl {
+template <class P> struct lookup { using type = scalar_gemm; };
+template <class P> requires requires { typename P::gemm; } struct lookup<P> { using type = typename P::gemm; };
+}  // namespace gemm_impl
+
+/// The GEMM policy a policy (an execution backend) publishes as `gemm`; scalar_gemm when
+/// it publishes none.
+template <class P>
+using gemm_of = typename gemm_impl::lookup<P>::type;
 
 }  // namespace kattn::detail
 

@@ -1,4 +1,4 @@
-// kattn/samplers/detail/npz_io.hpp — minimal NumPy .npz reader/writer for parameter files.
+// kattn/io/npz.hpp — minimal NumPy .npz reader/writer for parameter files.
 //
 // xtensor 0.24 (Debian 12) writes and reads single .npy arrays (xt::dump_npy, and
 // xt::detail::load_npy_file) but has no .npz support, and kattn is header-only without
@@ -28,8 +28,8 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xtensor.hpp>
 
-#include "../../core/config.hpp"
-#include "../../core/error.hpp"
+#include "../core/config.hpp"
+#include "../core/error.hpp"
 
 namespace kattn::detail {
 

@@ -1,6 +1,6 @@
-// kattn/backends/simd/row_ops.hpp — the vectorised row-operation policy.
+// kattn/linalg/simd_row_ops.hpp — the vectorised row-operation policy.
 //
-// `simd_ops<Arch>` implements the row-ops interface of core/row_ops.hpp with xsimd
+// `simd_ops<Arch>` implements the row-ops interface of linalg/row_ops.hpp with xsimd
 // batches: the body runs on full batches (unaligned loads/stores), the tail on scalars
 // through the same generic lambda. Reductions accumulate lane-wise, then add the lanes
 // (xsimd::hadd) and the tail: a fixed order that depends only on n, so results do not
@@ -16,7 +16,7 @@
 
 #include <xsimd/xsimd.hpp>
 
-#include "../../core/config.hpp"
+#include "../core/config.hpp"
 #include "batch_math.hpp"
 
 
