@@ -196,8 +196,8 @@ using trig_lv = ks::langevin<kf::trig, kattn::backends::simd>;
 template <class Sampler>
 using trig_attn = kattn::linear_attention<kf::trig, Sampler, kattn::backends::reference, double>;
 
-kattn::attention_config feature_config(const settings& s, std::uint64_t seed) {
-    kattn::attention_config cfg;
+kattn::attention_config<> feature_config(const settings& s, std::uint64_t seed) {
+    kattn::attention_config<> cfg;
     cfg.head_dim = s.p;
     cfg.value_dim = 1;
     cfg.num_features = s.features / 2;  // trig: D = 2m features from m frequencies

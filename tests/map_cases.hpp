@@ -1,10 +1,15 @@
-// tests/map_cases.hpp — the feature-map × sampler × hyper-parameter cases shared by the
-// feature-map and linear-attention tests. Every map of docs/feature_maps.md §2 appears at least once,
-// with non-default hyper-parameters where the map has any (so τ, s, floor and renorm paths
-// are exercised), plus the classic linear-transformer map (elu, identity Ω, no renorm).
+// tests/map_cases.hpp — the feature-map cases shared by the feature-map, operator and
+// backend tests, generated from the registry kattn::features::all: every registered map
+// with its default sampler and non-default hyper-parameters where it has any (τ = 0.8,
+// s = 1.5, so the parameter paths are exercised), plus the classic linear-transformer map
+// (elu, identity Ω, floor 0, no renorm). A map added to the registry is tested here with
+// no edit to this file.
 #pragma once
 
 #include "support.hpp"
+
+#include <string>
+#include <tuple>
 
 #include <kattn/kattn.hpp>
 
@@ -13,77 +18,90 @@ namespace kt::cases {
 namespace kf = kattn::features;
 namespace ks = kattn::samplers;
 
+/// "positive<trig>" for positive<trig>, the map's name otherwise.
+template <class Map>
+std::string label() {
+    if constexpr (requires { typename Map::inner_map; })
+        return std::string(Map::name) + "<" + label<typename Map::inner_map>() + ">";
+    else
+        return Map::name;
+}
+
 /// One case: Map, Sampler, configure(cfg) for its hyper-parameters, and whether the
 /// operator uses Ω = I (then num_features must equal head_dim).
-template <class Map, class Sampler>
-struct base {
+template <class Map, class Sampler = typename Map::default_sampler>
+struct map_case {
     using map = Map;
     using sampler = Sampler;
+    using config = kattn::attention_config<Map, Sampler>;
     static constexpr bool identity = std::is_same_v<Sampler, ks::identity>;
     /// Whether linear_attention<Map, Sampler> can be instantiated (porf_softplus needs a
-    /// sampler that declares is_orthogonal; see the report in test_linear_attention.cpp).
+    /// sampler that declares is_orthogonal).
     static constexpr bool operator_enabled =
         !kattn::feature_map_traits<Map>::requires_orthogonal || kattn::spectral_sampler_traits<Sampler>::is_orthogonal;
-    static void configure(kattn::attention_config&) {}
-};
-
-struct trig : base<kf::trig, ks::gaussian> {
-    static constexpr const char* name = "trig";
-};
-struct nonstationary : base<kf::nonstationary, ks::gaussian> {
-    static constexpr const char* name = "nonstationary";
-};
-struct positive_trig : base<kf::positive<kf::trig>, ks::gaussian> {
-    static constexpr const char* name = "positive<trig>";
-    static void configure(kattn::attention_config& c) { c.scale = 1.5; }
-};
-struct positive_nonstationary : base<kf::positive<kf::nonstationary>, ks::gaussian> {
-    static constexpr const char* name = "positive<nonstationary>";
-    static void configure(kattn::attention_config& c) { c.scale = 2.0; }
-};
-struct favor : base<kf::favor, ks::orthogonal_gaussian> {
-    static constexpr const char* name = "favor";
-};
-struct favor_hyperbolic : base<kf::favor_hyperbolic, ks::orthogonal_gaussian> {
-    static constexpr const char* name = "favor_hyperbolic";
-};
-struct elu : base<kf::elu, ks::gaussian> {
-    static constexpr const char* name = "elu(renorm)";
-    static void configure(kattn::attention_config& c) { c.temperature = 1.3; }
-};
-/// Katharopoulos et al.: ELU(x) + 1 with Ω = I, floor 0, no renormalisation.
-struct elu_classic : base<kf::elu, ks::identity> {
-    static constexpr const char* name = "elu(identity, no renorm)";
-    static void configure(kattn::attention_config& c) {
-        c.floor = 0.0;
-        c.renormalize = false;
+    static inline const std::string name = label<Map>() + (identity ? "(identity)" : "");
+    static void configure(config& c) {
+        auto& f = c.feature;
+        kattn::detail::assign_parameter(f, [](auto& q) -> decltype((q.temperature)) { return q.temperature; }, 0.8);
+        kattn::detail::assign_parameter(f, [](auto& q) -> decltype((q.scale)) { return q.scale; }, 1.5);
     }
 };
-struct softplus : base<kf::softplus, ks::gaussian> {
-    static constexpr const char* name = "softplus";
-    static void configure(kattn::attention_config& c) { c.temperature = 0.8; }
+
+/// Katharopoulos et al.: ELU(x) + 1 with Ω = I, floor 0, no renormalisation.
+struct elu_classic : map_case<kf::elu, ks::identity> {
+    static inline const std::string name = "elu(identity, no renorm)";
+    static void configure(config& c) {
+        c.feature.floor = 0.0;
+        c.feature.renormalize = false;
+    }
 };
-struct sigmoid2 : base<kf::sigmoid2, ks::gaussian> {
-    static constexpr const char* name = "sigmoid2";
-    static void configure(kattn::attention_config& c) { c.temperature = 1.2; }
+
+/// (case, value type) pairs for TEST_CASE_TEMPLATE.
+template <class C, class T>
+struct combo {
+    using case_t = C;
+    using value_type = T;
 };
-struct cos2 : base<kf::cos2, ks::gaussian> {
-    static constexpr const char* name = "cos2";
+
+namespace detail {
+template <class L> struct registry_cases;
+template <class... Maps> struct registry_cases<kattn::type_list<Maps...>> {
+    using type = std::tuple<map_case<Maps>..., elu_classic>;
+    template <class T>
+    using combos = std::tuple<combo<map_case<Maps>, T>..., combo<elu_classic, T>>;
 };
-struct softmax_features : base<kf::softmax_features, ks::gaussian> {
-    static constexpr const char* name = "softmax_features";
-    static void configure(kattn::attention_config& c) { c.temperature = 0.7; }
-};
-struct porf_softplus : base<kf::porf_softplus, ks::orthogonal_gaussian> {
-    static constexpr const char* name = "porf_softplus";
-};
+template <class... A, class... B>
+std::tuple<A..., B...> cat(std::tuple<A...>, std::tuple<B...>);
+}  // namespace detail
+
+/// Every case, for doctest's TEST_CASE_TEMPLATE_APPLY.
+using all_cases = detail::registry_cases<kf::all>::type;
+/// Every (case, value type) pair, T ∈ {double, float}.
+using all_combos = decltype(detail::cat(std::declval<detail::registry_cases<kf::all>::combos<double>>(),
+                                        std::declval<detail::registry_cases<kf::all>::combos<float>>()));
+
+// Names for tests that pick particular maps.
+using trig = map_case<kf::trig>;
+using nonstationary = map_case<kf::nonstationary>;
+using positive_nonstationary = map_case<kf::positive<kf::nonstationary>>;
+using favor = map_case<kf::favor>;
+using favor_hyperbolic = map_case<kf::favor_hyperbolic>;
+using elu = map_case<kf::elu>;
+using cos2 = map_case<kf::cos2>;
+
+/// The configuration of case C (num_features = head_dim for the identity sampler).
+template <class C>
+typename C::config make_config(index_t d, index_t dv, index_t nf, std::uint64_t seed, double eps = 1e-6) {
+    typename C::config cfg{.head_dim = d, .value_dim = dv, .num_features = C::identity ? d : nf, .seed = seed};
+    cfg.eps = eps;
+    C::configure(cfg);
+    return cfg;
+}
 
 /// The feature-map hyper-parameters a case configures.
 template <class C>
-kattn::feature_params params() {
-    kattn::attention_config c;
-    C::configure(c);
-    return kattn::feature_params{c.temperature, c.floor, c.scale, c.renormalize};
+kattn::map_params_t<typename C::map> params() {
+    return make_config<C>(1, 1, 1, 0).feature;
 }
 
 template <class C, class T>
@@ -94,10 +112,7 @@ using op_t = kattn::linear_attention<typename C::map, typename C::sampler, kattn
 /// the classic identity-Ω elu, which keeps b = 0.
 template <class C, class T>
 op_t<C, T> make_op(index_t d, index_t dv, index_t nf, std::uint64_t seed, double eps = 1e-6) {
-    kattn::attention_config cfg{.head_dim = d, .value_dim = dv, .num_features = C::identity ? d : nf, .seed = seed};
-    cfg.eps = eps;
-    C::configure(cfg);
-    op_t<C, T> op(cfg);
+    op_t<C, T> op(make_config<C>(d, dv, nf, seed, eps));
     if constexpr (C::map::uses_bias && !C::identity) {
         const auto m = op.bias().size();
         op.set_bias(kt::randn<T, 1>({m}, seed + 1000, 0.5));
@@ -105,28 +120,4 @@ op_t<C, T> make_op(index_t d, index_t dv, index_t nf, std::uint64_t seed, double
     return op;
 }
 
-/// (case, value type) pairs for TEST_CASE_TEMPLATE.
-template <class C, class T>
-struct combo {
-    using case_t = C;
-    using value_type = T;
-};
-
 }  // namespace kt::cases
-
-#define KT_ALL_CASES                                                                                          \
-    kt::cases::trig, kt::cases::nonstationary, kt::cases::positive_trig, kt::cases::positive_nonstationary,   \
-        kt::cases::favor, kt::cases::favor_hyperbolic, kt::cases::elu, kt::cases::elu_classic,                \
-        kt::cases::softplus, kt::cases::sigmoid2, kt::cases::cos2, kt::cases::softmax_features,               \
-        kt::cases::porf_softplus
-
-#define KT_COMBOS_T(T)                                                                                        \
-    kt::cases::combo<kt::cases::trig, T>, kt::cases::combo<kt::cases::nonstationary, T>,                      \
-        kt::cases::combo<kt::cases::positive_trig, T>, kt::cases::combo<kt::cases::positive_nonstationary, T>, \
-        kt::cases::combo<kt::cases::favor, T>, kt::cases::combo<kt::cases::favor_hyperbolic, T>,              \
-        kt::cases::combo<kt::cases::elu, T>, kt::cases::combo<kt::cases::elu_classic, T>,                     \
-        kt::cases::combo<kt::cases::softplus, T>, kt::cases::combo<kt::cases::sigmoid2, T>,                   \
-        kt::cases::combo<kt::cases::cos2, T>, kt::cases::combo<kt::cases::softmax_features, T>,               \
-        kt::cases::combo<kt::cases::porf_softplus, T>
-
-#define KT_ALL_COMBOS KT_COMBOS_T(double), KT_COMBOS_T(float)

@@ -10,8 +10,8 @@
 //   fska-s<k>              FSKA with the positive transform's scale s = k (e.g. fska-s4)
 //   fska-signed            FSKA with direct signed features (no positive transform)
 //   fska-learnable-v       FSKA with a trainable value projection
-//   vanilla-<map>          Q = K = x per head, random frozen Ω (map ∈ elu, softplus,
-//                          softmax_features, favor, sigmoid2, cos2, porf_softplus)
+//   vanilla-<map>          Q = K = x per head, random frozen Ω (map: any positive map of the
+//                          registry kattn::features::all, e.g. elu, softplus, favor, relu)
 //   kernel-<map>           the same with Ω from Langevin particles (Coulomb phase A, then B)
 //   shrunk-<map>           vanilla with ω ~ N(0, σ⁻²I), σ = √d_h / R: ‖ω‖ ≈ R = 1.5, the scale that
 //                          phase A's projection gives, without the alignment (control)
@@ -34,13 +34,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <kattn/features/cos2.hpp>
-#include <kattn/features/elu.hpp>
-#include <kattn/features/favor.hpp>
-#include <kattn/features/porf_softplus.hpp>
-#include <kattn/features/sigmoid2.hpp>
-#include <kattn/features/softmax_features.hpp>
-#include <kattn/features/softplus.hpp>
+#include <kattn/core/type_list.hpp>
+#include <kattn/features/all.hpp>
 #include <kattn/nn/attention/coulomb.hpp>
 #include <kattn/nn/attention/fska.hpp>
 #include <kattn/nn/attention/kernel_mha.hpp>
@@ -200,16 +195,21 @@ void with_model(const std::string& name, const model_options& mo, index_t classe
     } else if (name.rfind("vanilla-", 0) == 0 || name.rfind("kernel-", 0) == 0 || name.rfind("shrunk-", 0) == 0) {
         const bool align = name.rfind("kernel-", 0) == 0, shrunk = name.rfind("shrunk-", 0) == 0;
         const std::string map = name.substr(name.find('-') + 1);
-        namespace f = kattn::features;
-        if (map == "elu") coulomb.template operator()<f::elu>(align, shrunk);
-        else if (map == "softplus") coulomb.template operator()<f::softplus>(align, shrunk);
-        else if (map == "softmax_features") coulomb.template operator()<f::softmax_features>(align, shrunk);
-        else if (map == "favor") coulomb.template operator()<f::favor>(align, shrunk);
-        else if (map == "sigmoid2") coulomb.template operator()<f::sigmoid2>(align, shrunk);
-        else if (map == "cos2") coulomb.template operator()<f::cos2>(align, shrunk);
-        else if (map == "porf_softplus") coulomb.template operator()<f::porf_softplus>(align, shrunk);
-        else throw kattn::error("kattn: argument 'model': expected a map in {elu, softplus, softmax_features, favor, "
-                                "sigmoid2, cos2, porf_softplus} after '" + name.substr(0, name.find('-') + 1) + "', got '" + map + "'");
+        // Every positive map of the registry (not the positive<F> wrappers) is a Coulomb model.
+        bool found = false;
+        std::string maps;
+        kattn::for_each_type<kattn::features::all>([&]<class Map>() {
+            if constexpr (Map::is_positive && !requires { typename Map::inner_map; }) {
+                maps += (maps.empty() ? "" : ", ") + std::string(Map::name);
+                if (map == Map::name) {
+                    coulomb.template operator()<Map>(align, shrunk);
+                    found = true;
+                }
+            }
+        });
+        if (!found)
+            throw kattn::error("kattn: argument 'model': expected a map in {" + maps + "} after '" +
+                               name.substr(0, name.find('-') + 1) + "', got '" + map + "'");
     } else {
         throw kattn::error("kattn: argument 'model': expected transformer, transformer-noqkv, uniform, performer, "
                            "fska, fska-s<k>, fska-signed, fska-learnable-v, vanilla-<map>, kernel-<map> or shrunk-<map>, got '" +

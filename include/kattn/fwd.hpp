@@ -10,7 +10,7 @@ namespace kattn {
 class error;
 struct feature_params;
 struct sampler_params;
-struct attention_config;
+template <class Map, class Sampler> struct attention_config;  // <kattn/attention/attention_config.hpp>
 struct softmax_config;
 struct causal_t;
 
@@ -26,6 +26,8 @@ struct sigmoid2;
 struct cos2;
 struct softmax_features;
 struct porf_softplus;
+struct relu;
+struct map_base;
 }  // namespace features
 
 namespace samplers {
@@ -42,6 +44,12 @@ class adam;
 }  // namespace optim
 
 namespace backends {
+template <class Map, class T> struct spectral_view;
+template <class Map, class T> struct feature_problem;
+template <class Map, class T> struct attention_problem;
+template <class T> struct attention_gradients;
+template <class Map, class T> struct step_problem;
+struct recurrent_state_view;
 struct reference;
 struct simd;
 template <class Policy, class Work> struct thrust;  // <kattn/backends/thrust.hpp>; defaults there

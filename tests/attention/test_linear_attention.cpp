@@ -151,7 +151,7 @@ void check_against_explicit(std::size_t L, mask mk) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("linear_attention equals explicit attention from features()", P, KT_ALL_COMBOS) {
+TEST_CASE_TEMPLATE_DEFINE("linear_attention equals explicit attention from features()", P, kt_attn_case_1) {
     using C = typename P::case_t;
     using T = typename P::value_type;
     if constexpr (C::operator_enabled) {
@@ -164,10 +164,11 @@ TEST_CASE_TEMPLATE("linear_attention equals explicit attention from features()",
         FAIL_CHECK("linear_attention<", C::name, "> cannot be instantiated");
     }
 }
+TEST_CASE_TEMPLATE_APPLY(kt_attn_case_1, kt::cases::all_combos);
 
 // ---- recurrent decoding -----------------------------------------------------------------
 
-TEST_CASE_TEMPLATE("step() token by token reproduces the causal forward", P, KT_ALL_COMBOS) {
+TEST_CASE_TEMPLATE_DEFINE("step() token by token reproduces the causal forward", P, kt_attn_case_2) {
     using C = typename P::case_t;
     using T = typename P::value_type;
     if constexpr (C::operator_enabled) {
@@ -215,11 +216,11 @@ TEST_CASE_TEMPLATE("step() token by token reproduces the causal forward", P, KT_
         }
     }
 }
+TEST_CASE_TEMPLATE_APPLY(kt_attn_case_2, kt::cases::all_combos);
 
 // ---- causality property (docs/design.md §7) ------------------------------------------------------
 
-TEST_CASE_TEMPLATE("causal: perturbing token t (with a huge key) never changes outputs before t", C,
-                   KT_ALL_CASES) {
+TEST_CASE_TEMPLATE_DEFINE("causal: perturbing token t (with a huge key) never changes outputs before t", C, kt_attn_case_3) {
     if constexpr (C::operator_enabled) {
         using T = double;
         const auto op = kt::cases::make_op<C, T>(kD, kDv, kNf, 5);
@@ -253,6 +254,7 @@ TEST_CASE_TEMPLATE("causal: perturbing token t (with a huge key) never changes o
         }
     }
 }
+TEST_CASE_TEMPLATE_APPLY(kt_attn_case_3, kt::cases::all_cases);
 
 TEST_CASE_TEMPLATE("causal stabiliser: a future key with a much larger shift does not underflow earlier keys", C,
                    kt::cases::favor, kt::cases::favor_hyperbolic) {
@@ -281,7 +283,7 @@ TEST_CASE_TEMPLATE("causal stabiliser: a future key with a much larger shift doe
         for (std::size_t i = 0; i < d; ++i) x[i] = s * kk(j, i);
         for (std::size_t i = 0; i < d; ++i)
             for (std::size_t l = 0; l < u.size(); ++l) u[l] += x[i] * op.omega()(i, l);
-        return Map::template row_shift<kattn::detail::scalar_ops>(kattn::feature_params{}, kD, kNf, x.data(),
+        return Map::template row_shift<kattn::detail::scalar_ops>(kattn::map_params_t<Map>{}, kD, kNf, x.data(),
                                                                    u.data(), static_cast<const double*>(nullptr));
     };
     double max_before = -1e300;
@@ -306,7 +308,7 @@ TEST_CASE_TEMPLATE("causal stabiliser: a future key with a much larger shift doe
 
 // ---- padding ------------------------------------------------------------------------------
 
-TEST_CASE_TEMPLATE("padding: changing padded keys and values changes no output", P, KT_ALL_COMBOS) {
+TEST_CASE_TEMPLATE_DEFINE("padding: changing padded keys and values changes no output", P, kt_attn_case_4) {
     using C = typename P::case_t;
     using T = typename P::value_type;
     if constexpr (C::operator_enabled) {
@@ -336,6 +338,7 @@ TEST_CASE_TEMPLATE("padding: changing padded keys and values changes no output",
         }
     }
 }
+TEST_CASE_TEMPLATE_APPLY(kt_attn_case_4, kt::cases::all_combos);
 
 // ---- backward -----------------------------------------------------------------------------
 
@@ -398,13 +401,14 @@ void check_backward(mask mk) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("backward: dq, dk, dv match finite differences for every mask", C, KT_ALL_CASES) {
+TEST_CASE_TEMPLATE_DEFINE("backward: dq, dk, dv match finite differences for every mask", C, kt_attn_case_5) {
     if constexpr (C::operator_enabled) {
         for (mask mk : all_masks) check_backward<C>(mk);
     }
 }
+TEST_CASE_TEMPLATE_APPLY(kt_attn_case_5, kt::cases::all_cases);
 
-TEST_CASE_TEMPLATE("backward in float agrees with backward in double", C, KT_ALL_CASES) {
+TEST_CASE_TEMPLATE_DEFINE("backward in float agrees with backward in double", C, kt_attn_case_6) {
     if constexpr (C::operator_enabled) {
         const auto opd = kt::cases::make_op<C, double>(kD, kDv, kNf, 3);
         const auto opf = kt::cases::make_op<C, float>(kD, kDv, kNf, 3);
@@ -433,6 +437,7 @@ TEST_CASE_TEMPLATE("backward in float agrees with backward in double", C, KT_ALL
         if constexpr (C::map::uses_bias) CHECK(kt::rel_err(b.d_bias, a.d_bias) < 1e-5);
     }
 }
+TEST_CASE_TEMPLATE_APPLY(kt_attn_case_6, kt::cases::all_cases);
 
 // ---- denominator guard --------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ using op_t = kattn::linear_attention<Map, Sampler, reference, T>;
 constexpr double nan_v = std::numeric_limits<double>::quiet_NaN();
 constexpr double inf_v = std::numeric_limits<double>::infinity();
 
-kattn::attention_config base_cfg() { return {.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 1}; }
+kattn::attention_config<> base_cfg() { return {.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 1}; }
 
 std::string arg(const std::string& name) { return "argument '" + name + "'"; }
 

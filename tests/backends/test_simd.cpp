@@ -51,10 +51,7 @@ void compare(index_t B, index_t H, index_t L, bool causal, bool padded, double t
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("simd backend equals the reference backend", Map, features::favor, features::favor_hyperbolic,
-                   features::trig, features::nonstationary, features::positive<features::nonstationary>,
-                   features::elu, features::softplus, features::sigmoid2, features::cos2,
-                   features::softmax_features) {
+TEST_CASE_TEMPLATE_DEFINE("simd backend equals the reference backend", Map, kt_simd_every_map) {
     // L = 2100 with one head exercises the segmented single-sequence path (2 segments);
     // 1, 7, 64, 150 cover partial and exact tiles.
     for (index_t L : {1, 7, 64, 150, 2100})
@@ -65,6 +62,7 @@ TEST_CASE_TEMPLATE("simd backend equals the reference backend", Map, features::f
                 compare<Map, float>(B, H, L, causal, padded, Map::is_positive ? 1e-4 : 5e-4);
             }
 }
+TEST_CASE_TEMPLATE_APPLY(kt_simd_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
 
 TEST_CASE("simd features equal the reference features") {
     const attention_config cfg{.head_dim = 16, .value_dim = 4, .num_features = 64, .seed = 9};

@@ -21,6 +21,7 @@
 #include <kattn/backends/reference.hpp>
 #include <kattn/backends/thrust.hpp>
 #include <kattn/core/random.hpp>
+#include <kattn/features/all.hpp>
 #include <kattn/features/cos2.hpp>
 #include <kattn/features/elu.hpp>
 #include <kattn/features/favor.hpp>
@@ -77,9 +78,9 @@ struct case_result {
 };
 
 template <class Map>
-attention_config config() {
+attention_config<> config() {
     // Signed maps use a wider kernel (σ = 3) so that denominators stay away from zero.
-    return attention_config{
+    return attention_config<>{
         .head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 3, .sigma = Map::is_positive ? 1.0 : 3.0};
 }
 
@@ -139,18 +140,10 @@ void compare_all() {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("thrust backend equals the reference (double) and simd (float) backends", Map, features::favor,
-                   features::favor_hyperbolic, features::trig, features::nonstationary,
-                   features::positive<features::nonstationary>, features::elu, features::softplus,
-                   features::sigmoid2, features::cos2, features::softmax_features) {
+TEST_CASE_TEMPLATE_DEFINE("thrust backend equals the reference (double) and simd (float) backends", Map, kt_thrust_every_map) {
     compare_all<Map>();
 }
-
-TEST_CASE("thrust backend: porf_softplus (orthogonal sampler) equals the reference") {
-    const auto r = run_case<features::porf_softplus, double, backends::reference>(1, 2, 100, true, true);
-    const auto t = run_case<features::porf_softplus, double, thrust_backend>(1, 2, 100, true, true);
-    check_close(t, r, 100, 1e-10);
-}
+TEST_CASE_TEMPLATE_APPLY(kt_thrust_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
 
 TEST_CASE("thrust backend: non-causal attention with q_len != k_len") {
     const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 5};

@@ -15,16 +15,26 @@ struct half_a_sampler {
 
 using namespace kattn;
 
-static_assert(feature_map<features::trig> && feature_map<features::nonstationary> &&
-              feature_map<features::positive<features::nonstationary>> && feature_map<features::favor> &&
-              feature_map<features::favor_hyperbolic> && feature_map<features::elu> &&
-              feature_map<features::softplus> && feature_map<features::sigmoid2> && feature_map<features::cos2> &&
-              feature_map<features::softmax_features> && feature_map<features::porf_softplus>);
+// Every registered map is a feature_map, and the registry holds each map once.
+template <class... Maps>
+constexpr bool all_feature_maps(type_list<Maps...>) {
+    return (feature_map<Maps> && ...);
+}
+template <class T, class... Us>
+constexpr int count_of = (int(std::is_same_v<T, Us>) + ... + 0);
+template <class... Maps>
+constexpr bool each_once(type_list<Maps...>) {
+    return ((count_of<Maps, Maps...> == 1) && ...);
+}
+static_assert(all_feature_maps(features::all{}) && each_once(features::all{}));
+static_assert(feature_map<features::porf_softplus> && feature_map<features::relu>);
 static_assert(!feature_map<not_a_map> && !feature_map<int>);
 static_assert(spectral_sampler<samplers::identity> && spectral_sampler<samplers::gaussian> &&
               spectral_sampler<samplers::orthogonal_gaussian>);
 static_assert(!spectral_sampler<half_a_sampler>);
 static_assert(execution_backend<backends::reference> && execution_backend<backends::simd>);
+static_assert(std::is_same_v<execution_backend_traits<backends::simd>::row_ops, detail::simd_ops<>> &&
+              std::is_same_v<execution_backend_traits<backends::reference>::row_ops, detail::scalar_ops>);
 static_assert(!execution_backend<not_a_map>);
 
 TEST_CASE("feature_map_traits report the maps' capabilities") {

@@ -230,7 +230,6 @@ std::vector<std::vector<vec>> estimates(const ks::gmm& g, const std::vector<inde
             kattn::attention_config cfg{.head_dim = index_t(d), .value_dim = 1,
                                         .num_features = Map::uses_pairs ? 2 * m : m,
                                         .seed = std::uint64_t(7919 * m + s)};
-            cfg.sigma = 3.0;  // ignored by gmm
             const op_t op(cfg, g);
             const auto fx = op.features(p.x), fy = op.features(p.y);
             vec e(n);

@@ -49,7 +49,7 @@ std::string error_message(F f) {
 /// Adds N(0, sd²) noise to every parameter (the zero-initialised last layers included).
 void perturb(realnvp& f, double sd, std::uint64_t seed) {
     const kattn::random_stream rs(seed, kattn::streams::user + 21);
-    auto p = f.params();
+    auto p = f.parameters();
     for (std::size_t i = 0; i < p.size(); ++i) p[i] += sd * rs.normal(i);
 }
 
@@ -126,7 +126,7 @@ double max_rel(const std::vector<double>& a, const std::vector<double>& b, doubl
 /// Central differences of f() with respect to every parameter of the flow.
 template <class F>
 std::vector<double> fd_params(realnvp& flow, F f, double h = 1e-6) {
-    auto p = flow.params();
+    auto p = flow.parameters();
     std::vector<double> g(p.size());
     for (std::size_t i = 0; i < p.size(); ++i) {
         const double p0 = p[i];
@@ -175,7 +175,7 @@ TEST_CASE("realnvp: concepts, traits, parameter count, masks") {
     const realnvp f({.dim = 6, .layers = 3});
     CHECK(f.hidden() == 12);  // default 2D
     CHECK(f.num_params() == 3 * 2 * (2 * 12 * 6 + 12 + 6));
-    CHECK(f.grads().size() == f.params().size());
+    CHECK(f.grads().size() == f.parameters().size());
     for (index_t l = 0; l < 3; ++l)
         for (index_t j = 0; j < 6; ++j) CHECK(f.mask(l)[j] == ((j + l) % 2 == 0 ? 1 : 0));
 }
@@ -196,7 +196,7 @@ TEST_CASE("realnvp: a fresh flow is the identity with log-determinant 0") {
     }
     // the first Linear is initialised (not zero), the last is zero
     int nonzero = 0;
-    for (double p : f.params()) nonzero += p != 0.0;
+    for (double p : f.parameters()) nonzero += p != 0.0;
     CHECK(nonzero == 3 * 2 * (6 * 4 + 6));
 }
 
@@ -443,7 +443,7 @@ TEST_CASE("realnvp: save/load round-trips exactly; bad files throw kattn::error 
     CHECK(g.layers() == 3);
     CHECK(g.hidden() == 7);
     CHECK(g.scale_bound() == 1.5);
-    CHECK(std::equal(f.params().begin(), f.params().end(), g.params().begin(), g.params().end()));
+    CHECK(std::equal(f.parameters().begin(), f.parameters().end(), g.parameters().begin(), g.parameters().end()));
     const auto z = randn(20, 4, 1);
     CHECK(f.forward(z) == g.forward(z));
     // saving is deterministic (fixed timestamps)

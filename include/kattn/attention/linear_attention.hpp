@@ -30,6 +30,9 @@
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
 #include "../backends/problem.hpp"
+#include "../features/omega_layout.hpp"
+#include "../samplers/gaussian.hpp"             // default samplers of the built-in maps
+#include "../samplers/orthogonal_gaussian.hpp"
 #include "attention_config.hpp"
 #include "options.hpp"
 
@@ -54,6 +57,8 @@ public:
     using sampler_type = Sampler;
     using backend_type = Backend;
     using value_type = T;
+    /// The configuration: sizes, seed, options, and the map's and sampler's parameters.
+    using config_type = attention_config<Map, Sampler>;
 
     /// Gradients of a backward pass: inputs' shapes, plus Ω (d × num_features) and b (m; empty
     /// when the map has no bias).
@@ -72,13 +77,14 @@ public:
     };
 
     /// Builds the operator and draws Ω (and b) from a default-constructed sampler.
-    explicit linear_attention(const attention_config& cfg)
+    explicit linear_attention(const config_type& cfg)
         requires std::default_initializable<Sampler>
         : linear_attention(cfg, Sampler{}) {}
 
     /// Builds the operator with a given sampler instance (learned samplers carry
     /// parameters: a fitted mixture, a trained flow, Langevin particles).
-    linear_attention(const attention_config& cfg, Sampler sampler) : cfg_(cfg), sampler_(std::move(sampler)) {
+    linear_attention(const config_type& cfg, Sampler sampler) : cfg_(cfg), sampler_(std::move(sampler)) {
+        cfg_.resolve();
         detail::require(cfg.head_dim >= 1, "head_dim", ">= 1", cfg.head_dim);
         detail::require(cfg.value_dim >= 1, "value_dim", ">= 1", cfg.value_dim);
         detail::require(cfg.num_features >= 1, "num_features", ">= 1", cfg.num_features);
@@ -90,9 +96,8 @@ public:
         if (cfg.input_scale)
             detail::require(std::isfinite(*cfg.input_scale) && *cfg.input_scale > 0, "input_scale",
                             "a finite value > 0", *cfg.input_scale);
-        params_ = feature_params{cfg.temperature, cfg.floor, cfg.scale, cfg.renormalize};
-        m_ = map_traits::uses_pairs ? cfg.num_features / 2 : cfg.num_features;
-        Map::validate(params_, cfg.head_dim, m_);
+        m_ = map_traits::pairs_or_columns(cfg.num_features);
+        Map::validate(cfg_.feature, cfg.head_dim, m_);
         input_scale_ = static_cast<T>(cfg.input_scale ? *cfg.input_scale
                                       : map_traits::softmax_scaling ? std::pow(double(cfg.head_dim), -0.25)
                                                                     : 1.0);
@@ -104,13 +109,9 @@ public:
         const index_t d = cfg_.head_dim, P = cfg_.num_features;
         const index_t dim = map_traits::frequency_dim(d), count = map_traits::uses_pairs ? m_ : P;
         std::vector<double> w(static_cast<std::size_t>(dim * count));
-        sampler_.template sample<double>(sampler_params{cfg_.sigma, cfg_.norms}, dim, count, seed, w.data());
+        sampler_.template sample<double>(cfg_.sampler, dim, count, seed, w.data());
         omega_ = xt::xtensor<T, 2>::from_shape({std::size_t(d), std::size_t(P)});
-        for (index_t k = 0; k < count; ++k)
-            for (index_t i = 0; i < d; ++i) {
-                omega_(i, k) = static_cast<T>(w[k * dim + i]);
-                if constexpr (map_traits::uses_pairs) omega_(i, m_ + k) = static_cast<T>(w[k * dim + d + i]);
-            }
+        detail::frequencies_to_omega<map_traits::uses_pairs>(d, count, w.data(), omega_.data());
         if constexpr (map_traits::uses_bias) {
             bias_ = xt::xtensor<T, 1>::from_shape({std::size_t(m_)});
             Map::init_bias(m_, seed, bias_.data());
@@ -118,7 +119,8 @@ public:
         cfg_.seed = seed;
     }
 
-    const attention_config& config() const { return cfg_; }
+    /// The configuration, its shorthands resolved into `feature` and `sampler`.
+    const config_type& config() const { return cfg_; }
     const Sampler& sampler() const { return sampler_; }
     index_t head_dim() const { return cfg_.head_dim; }
     index_t value_dim() const { return cfg_.value_dim; }
@@ -156,7 +158,7 @@ public:
                         detail::shape_text(x.shape()));
         if (cfg_.check_finite) detail::check_finite("x", x.data(), index_t(x.size()));
         xt::xtensor<T, 2> phi = xt::xtensor<T, 2>::from_shape({x.shape()[0], std::size_t(feature_dim())});
-        backends::feature_problem<T> pb{spec(), x.data(), phi.data(), index_t(x.shape()[0]), input_scale_};
+        backends::feature_problem<Map, T> pb{spec(), x.data(), phi.data(), index_t(x.shape()[0]), input_scale_};
         Backend::template features<Map>(pb);
         return phi;
     }
@@ -240,7 +242,7 @@ public:
         expect("k_t", k_t, cfg_.head_dim);
         expect("v_t", v_t, cfg_.value_dim);
         xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(v_t.shape());
-        backends::step_problem<T> sp;
+        backends::step_problem<Map, T> sp;
         sp.spec = spec();
         sp.state = backends::recurrent_state_view{st.S.data(), st.z.data(), st.C.data(), st.steps.data()};
         sp.q = q_t.data();
@@ -256,13 +258,13 @@ public:
     }
 
 private:
-    backends::spectral_view<T> spec() const {
-        return backends::spectral_view<T>{omega_.data(), map_traits::uses_bias ? bias_.data() : nullptr,
-                                        cfg_.head_dim, m_, params_};
+    backends::spectral_view<Map, T> spec() const {
+        return backends::spectral_view<Map, T>{omega_.data(), map_traits::uses_bias ? bias_.data() : nullptr,
+                                               cfg_.head_dim, m_, cfg_.feature};
     }
 
     template <std::size_t R>
-    backends::attention_problem<T> make_problem(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
+    backends::attention_problem<Map, T> make_problem(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
                                               const xt::xtensor<T, R>& v, bool causal, key_lengths lengths,
                                               bool has_lengths) const {
         static_assert(R == 2 || R == 4, "kattn::linear_attention: inputs are [length, dim] or "
@@ -277,7 +279,7 @@ private:
             detail::check_finite("k", k.data(), index_t(k.size()));
             detail::check_finite("v", v.data(), index_t(v.size()));
         }
-        backends::attention_problem<T> pb;
+        backends::attention_problem<Map, T> pb;
         pb.spec = spec();
         pb.q = q.data();
         pb.k = k.data();
@@ -327,9 +329,8 @@ private:
         return g;
     }
 
-    attention_config cfg_;
+    config_type cfg_;
     Sampler sampler_;
-    feature_params params_{};
     index_t m_ = 0;
     T input_scale_ = 1;
     xt::xtensor<T, 2> omega_;

@@ -1,30 +1,12 @@
 // kattn/attention/softmax_attention.hpp — exact softmax attention, the O(L²) baseline.
 //
-// Computes, per batch b and head h (rank 4 [batch, heads, length, dim]; rank 2 [length, dim]
-// is batch = heads = 1):
-//
-//     out_i = Σ_{j ∈ A(i)} softmax_j(scale · q_i·k_j) v_j,   scale = cfg.scale or 1/√d
-//
-// with A(i) = { j < key_lengths[b] }, intersected with { j ≤ i } under kattn::causal
-// (causal needs q_len == k_len). Padded keys are excluded from numerator and denominator.
-//
-// Memory: online (streaming) softmax over tiles of 32 queries × 64 keys, with a running max
-// and rescaling; no L×L buffer. Forward extra memory is O(1) per thread (a 64-value scratch
-// row); backward recomputes the forward per (b, h) and keeps out [L, dv], the per-row
-// log-sum-exp and D_i = dout_i·out_i (O(L·dv) per thread), then recomputes the scores
-// block by block (flash-attention style) to give exact dq, dk, dv.
-//
-// Precision: everything (scores, running max, denominator, output accumulator, gradients)
-// is accumulated in T — float accumulates in float. The exponentials use xsimd::exp.
-// Scores are taken relative to the running row maximum, so large logits (≫ 88 for float)
-// do not overflow; only scale·q·k itself overflowing T raises kattn::error.
-//
-// Determinism: OpenMP parallelism is over batch × heads only, each (b, h) problem is done by
-// one thread in a fixed order, so results are bitwise identical for any thread count.
-//
-// Inputs are xt::xtensor<T, 2>, xt::xtensor<T, 4> or xt::xarray<T> (row-major). Validation:
-// shapes (kattn::detail::check_qkv), key lengths, finite q/k/v/dout when cfg.check_finite,
-// scale finite and > 0, dout shape equal to the output shape; failures throw kattn::error.
+//   out_i = Σ_{j ∈ A(i)} softmax_j(scale · q_i·k_j) v_j,   scale = cfg.scale or 1/√d,
+// A(i) = the valid keys (j < key_lengths[b]), and j ≤ i under kattn::causal.
+// softmax_attention<T>(softmax_config) has linear_attention's call signatures:
+// operator()(q, k, v[, causal][, key_lengths]) and backward(q, k, v, dout, …) → {dq, dk, dv}.
+// Streaming (online) softmax over 32 × 64 tiles, no L × L buffer; flash-style backward.
+// Accumulates in T; bitwise identical for any thread count. Memory, precision and
+// validation: docs/operators.md (softmax_attention) and docs/errors.md.
 #pragma once
 
 #include <algorithm>

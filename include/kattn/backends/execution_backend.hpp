@@ -2,10 +2,10 @@
 //
 // A backend is a policy type with a `name` and four static primitives, each a function
 // template over the feature map, taking the contract's problem structs (problem.hpp):
-//   features<Map>(const feature_problem<T>&)                  φ of n rows (features())
-//   forward<Map>(const attention_problem<T>&, T* out)         attention (operator())
-//   backward<Map>(const attention_problem<T>&, const attention_gradients<T>&)
-//   step<Map>(const step_problem<T>&)                         one decoding token (step())
+//   features(const feature_problem<Map, T>&)                 φ of n rows (features())
+//   forward(const attention_problem<Map, T>&, T* out)        attention (operator())
+//   backward(const attention_problem<Map, T>&, const attention_gradients<T>&)
+//   step(const step_problem<Map, T>&)                        one decoding token (step())
 // Capabilities with defaults (Eigen style), read through execution_backend_traits<B>:
 //   row_ops  the row-operation policy for host-side per-row work (default scalar_ops)
 //   gemm     the host matrix-product policy (default scalar_gemm)
@@ -24,31 +24,33 @@ namespace kattn {
 
 namespace detail {
 /// The map a backend's primitives are probed with: only the call syntax is checked.
-struct backend_probe_map;
+struct backend_probe_map {
+    struct params {};
+};
 
 template <class B> concept backend_has_name = requires { { B::name } -> std::convertible_to<const char*>; };
 template <class B>
-concept backend_has_features = requires(const backends::feature_problem<float>& pf,
-                                        const backends::feature_problem<double>& pd) {
+concept backend_has_features = requires(const backends::feature_problem<backend_probe_map, float>& pf,
+                                        const backends::feature_problem<backend_probe_map, double>& pd) {
     B::template features<backend_probe_map>(pf);
     B::template features<backend_probe_map>(pd);
 };
 template <class B>
-concept backend_has_forward = requires(const backends::attention_problem<float>& pf, float* of,
-                                       const backends::attention_problem<double>& pd, double* od) {
+concept backend_has_forward = requires(const backends::attention_problem<backend_probe_map, float>& pf, float* of,
+                                       const backends::attention_problem<backend_probe_map, double>& pd, double* od) {
     B::template forward<backend_probe_map>(pf, of);
     B::template forward<backend_probe_map>(pd, od);
 };
 template <class B>
-concept backend_has_backward = requires(const backends::attention_problem<float>& pf,
+concept backend_has_backward = requires(const backends::attention_problem<backend_probe_map, float>& pf,
                                         const backends::attention_gradients<float>& gf,
-                                        const backends::attention_problem<double>& pd,
+                                        const backends::attention_problem<backend_probe_map, double>& pd,
                                         const backends::attention_gradients<double>& gd) {
     B::template backward<backend_probe_map>(pf, gf);
     B::template backward<backend_probe_map>(pd, gd);
 };
 template <class B>
-concept backend_has_step = requires(const backends::step_problem<float>& sf, const backends::step_problem<double>& sd) {
+concept backend_has_step = requires(const backends::step_problem<backend_probe_map, float>& sf, const backends::step_problem<backend_probe_map, double>& sd) {
     B::template step<backend_probe_map>(sf);
     B::template step<backend_probe_map>(sd);
 };
@@ -66,17 +68,17 @@ struct execution_backend_traits {
                   "kattn: this backend has no `static constexpr const char* name` (docs/backends.md)");
     static_assert(detail::backend_has_features<B>,
                   "kattn: this backend has no `template <class Map, class T> static void "
-                  "features(const backends::feature_problem<T>&)` (docs/backends.md)");
+                  "features(const backends::feature_problem<Map, T>&)` (docs/backends.md)");
     static_assert(detail::backend_has_forward<B>,
                   "kattn: this backend has no `template <class Map, class T> static void "
-                  "forward(const backends::attention_problem<T>&, T* out)` (docs/backends.md)");
+                  "forward(const backends::attention_problem<Map, T>&, T* out)` (docs/backends.md)");
     static_assert(detail::backend_has_backward<B>,
                   "kattn: this backend has no `template <class Map, class T> static void "
-                  "backward(const backends::attention_problem<T>&, const backends::attention_gradients<T>&)` "
+                  "backward(const backends::attention_problem<Map, T>&, const backends::attention_gradients<T>&)` "
                   "(docs/backends.md)");
     static_assert(detail::backend_has_step<B>,
                   "kattn: this backend has no `template <class Map, class T> static void "
-                  "step(const backends::step_problem<T>&)` (docs/backends.md)");
+                  "step(const backends::step_problem<Map, T>&)` (docs/backends.md)");
     static constexpr const char* name = B::name;
     /// Row operations for host-side per-row work (samplers::langevin's energy, …).
     using row_ops = detail::row_ops_of<B>;

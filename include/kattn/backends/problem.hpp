@@ -8,24 +8,24 @@
 #pragma once
 
 #include "../core/config.hpp"
-#include "../features/feature_params.hpp"
+#include "../features/feature_map.hpp"
 
 namespace kattn::backends {
 
-/// Spectral parameters and feature hyper-parameters of one operator.
-template <class T>
+/// Spectral parameters and the map's hyper-parameters of one operator.
+template <class Map, class T>
 struct spectral_view {
     const T* omega = nullptr;  ///< d × P row-major, P = projection_dim(m)
     const T* bias = nullptr;   ///< m entries, or nullptr when the map has no bias
     index_t d = 0;             ///< input (head) dimension
     index_t m = 0;             ///< the maps' m: num_features, or num_features/2 pairs for paired maps
-    feature_params params{};
+    map_params_t<Map> params{};  ///< Map::params
 };
 
 /// φ of n rows of x (n × d) into phi (n × F), without stabiliser (the exact map).
-template <class T>
+template <class Map, class T>
 struct feature_problem {
-    spectral_view<T> spec;
+    spectral_view<Map, T> spec;
     const T* x = nullptr;
     T* phi = nullptr;
     index_t n = 0;
@@ -34,9 +34,9 @@ struct feature_problem {
 
 /// Linear attention over `problems` heads; q: [problems, q_len, d], k: [problems,
 /// k_len, d], v: [problems, k_len, dv], out: [problems, q_len, dv].
-template <class T>
+template <class Map, class T>
 struct attention_problem {
-    spectral_view<T> spec;
+    spectral_view<Map, T> spec;
     const T* q = nullptr;
     const T* k = nullptr;
     const T* v = nullptr;
@@ -73,9 +73,9 @@ struct recurrent_state_view {
 
 /// One decoding token for every head: q, k: [problems, d]; v, out: [problems, dv]. The
 /// backend adds (k, v) to `state`, then writes the attention of q over every token so far.
-template <class T>
+template <class Map, class T>
 struct step_problem {
-    spectral_view<T> spec;
+    spectral_view<Map, T> spec;
     recurrent_state_view state;
     const T* q = nullptr;
     const T* k = nullptr;

@@ -34,11 +34,11 @@ struct reference {
     template <class Map>
     struct head_params {
         index_t d, m, P, F;
-        feature_params params;
+        map_params_t<Map> params;
         std::vector<double> omega, bias;
 
         template <class T>
-        explicit head_params(const backends::spectral_view<T>& s)
+        explicit head_params(const backends::spectral_view<Map, T>& s)
             : d(s.d), m(s.m), P(Map::projection_dim(s.m)), F(Map::feature_dim(s.m)), params(s.params),
               omega(s.omega, s.omega + s.d * Map::projection_dim(s.m)) {
             if (s.bias) bias.assign(s.bias, s.bias + s.m);
@@ -83,7 +83,7 @@ struct reference {
     };
 
     template <class Map, class T>
-    static void features(const backends::feature_problem<T>& pb) {
+    static void features(const backends::feature_problem<Map, T>& pb) {
         const head_params<Map> hp(pb.spec);
         std::vector<double> x(hp.d), u(hp.P), phi(hp.F);
         for (index_t r = 0; r < pb.n; ++r) {
@@ -100,7 +100,7 @@ struct reference {
         std::vector<double> xq, xk, v, phq, phk, cq, ck;
 
         template <class T>
-        head_state(const head_params<Map>& hp, const backends::attention_problem<T>& pb, index_t p)
+        head_state(const head_params<Map>& hp, const backends::attention_problem<Map, T>& pb, index_t p)
             : nq(pb.q_len), nk(pb.valid_keys(p)), d(hp.d), dv(pb.dv), F(hp.F) {
             const double s = double(pb.input_scale);
             xq.resize(nq * d);
@@ -189,7 +189,7 @@ struct reference {
     }
 
     template <class Map, class T>
-    static void forward(const backends::attention_problem<T>& pb, T* out) {
+    static void forward(const backends::attention_problem<Map, T>& pb, T* out) {
         const head_params<Map> hp(pb.spec);
         std::vector<double> o, den, Cq;
         std::vector<char> cl;
@@ -201,7 +201,7 @@ struct reference {
     }
 
     template <class Map, class T>
-    static void backward(const backends::attention_problem<T>& pb, const backends::attention_gradients<T>& g) {
+    static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g) {
         const head_params<Map> hp(pb.spec);
         const index_t d = hp.d, F = hp.F, dv = pb.dv, P = hp.P, m = hp.m;
         std::vector<double> d_omega(d * P, 0.0), d_bias(m, 0.0), o, den, Cq, work;
@@ -317,7 +317,7 @@ struct reference {
     /// One decoding step for every head: adds (k_t, v_t) to the state, then attends q_t.
     /// q, k: [problems, d]; v, out: [problems, dv]. Equals the causal forward token by token.
     template <class Map, class T>
-    static void step(const backends::step_problem<T>& sp) {
+    static void step(const backends::step_problem<Map, T>& sp) {
         const auto& st = sp.state;
         const index_t problems = sp.problems, dv = sp.dv;
         const T input_scale = sp.input_scale;

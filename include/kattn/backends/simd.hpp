@@ -28,9 +28,9 @@ struct simd {
     using gemm = detail::simd_gemm<arch>;
 
     template <class Map, class T>
-    static void features(const backends::feature_problem<T>& pb) {
+    static void features(const backends::feature_problem<Map, T>& pb) {
         namespace si = detail::simd_impl;
-        const auto sp = si::spectral<T>::template make<Map>(pb.spec, pb.input_scale, false);
+        const auto sp = si::spectral<Map, T>::make(pb.spec, pb.input_scale, false);
         const index_t tiles = (pb.n + si::tile_rows - 1) / si::tile_rows;
 #pragma omp parallel
         {
@@ -45,18 +45,18 @@ struct simd {
     }
 
     template <class Map, class T>
-    static void forward(const backends::attention_problem<T>& pb, T* out) {
+    static void forward(const backends::attention_problem<Map, T>& pb, T* out) {
         detail::simd_impl::linear_forward<Map, T, arch>(pb, out);
     }
 
     template <class Map, class T>
-    static void backward(const backends::attention_problem<T>& pb, const backends::attention_gradients<T>& g) {
+    static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g) {
         detail::simd_impl::linear_backward<Map, T, arch>(pb, g);
     }
 
     /// One decoding token: the reference backend's step (explicit fallback).
     template <class Map, class T>
-    static void step(const backends::step_problem<T>& sp) {
+    static void step(const backends::step_problem<Map, T>& sp) {
         reference::step<Map>(sp);
     }
 };

@@ -3,48 +3,12 @@
 //
 //   kattn::backends::thrust<Policy = decltype(thrust::device), Work = double>
 //
-// Every feature map and operator mode runs with no per-map code: the per-row math is the
-// maps' own `row_shift` / `activate` / `activate_vjp` called with `detail::scalar_ops`
-// inside Thrust functors (`KATTN_HD`, i.e. __host__ __device__ under nvcc), one row per
-// functor call, the row's workspace a per-row slice of a device buffer.
-//
-// Transfers. The operator API takes host xtensor containers, so each primitive call copies
-// its inputs (q, k, v, dout, Ω, b, key lengths; the recurrent state for `step`) into
-// `thrust::device_vector`s once, runs every stage on the device, and copies each result
-// back once at the end. There are no other host/device copies: no copy inside a loop, no
-// hidden synchronising read of a device value. (With the OMP or CPP device system the
-// "device" is host memory and the copies are memcpys.)
-//
-// Memory. Unlike the simd backend, this backend materialises, per call, the L × F
-// feature matrices of all heads, the rows' projections, and (causal) the chunk states
-// (H · ⌈L/64⌉ · F · (dv+1) values) in device memory: simple and parallel, at the cost of
-// O(H·L·(F + d + P)) bytes. Non-causal state S = Φ_Kᵀ[V, 1] is one (F × (dv+1)) block
-// per head.
-//
-// Precision and semantics: those of the reference backend. Inputs are widened to `Work`
-// (double by default, like the reference) on entry and every intermediate is in `Work`;
-// results are rounded to T once on exit. `Work = float` halves memory and is much faster
-// on GPUs with few FP64 units, at float accuracy. Stabiliser (maps with has_stabiliser):
-// a query uses its own row shift c_q; key j enters with weight e^{c_j − C_i}, C_i the
-// running maximum of the key shifts query i can see (all valid keys; keys j ≤ i when
-// causal), so future keys never affect earlier outputs. Causal attention is computed in
-// chunks of 64 tokens: chunk-local states at the chunk's own running maximum E_b, an
-// in-order scan over chunks rescaling by e^{E_{b−1} − E_b}, and the intra-chunk part
-// from the masked 64-wide score rows (exactly the reference's running-maximum rescaling,
-// rearranged). Denominator guard: detail::guard_denominator, as the reference. Gradients
-// treat the shifts as constants; causal backward uses the mirrored suffix scan over chunks.
-//
-// Determinism. One functor call per output element (or per row), each summing in a fixed
-// order that depends on the problem only: results are bitwise identical for any thread
-// count or GPU launch configuration. Ω and b are drawn on the host by the sampler (same
-// seed → bit-identical Ω on every backend); this backend only reads them.
-//
-// Policy: the Thrust execution policy the algorithms run with; it must be able to
-// dereference `thrust::device_vector` memory (thrust::device, thrust::cuda::par(_nosync)
-// with a stream, or thrust::omp::par when the device system is OMP). `step` (recurrent
-// decoding) keeps the state on the host (the operator's `state`), so it copies the state
-// in and out on every token: correct, but decoding throughput wants a device-resident
-// state (not provided yet).
+// Runs every feature map and operator mode with no per-map code (the maps' row functions
+// with detail::scalar_ops inside KATTN_HD functors). Each call copies its host inputs to
+// the device once and its results back once; intermediates are in Work and results are
+// rounded to T once, with the reference backend's semantics. Bitwise identical for any
+// thread count or launch configuration. Transfers, memory (the L × F features of every
+// head are materialised), algorithms and limits: docs/thrust_backend.md.
 #pragma once
 
 #include <type_traits>
@@ -72,7 +36,7 @@ struct thrust {
 
     /// φ(s·x) of n rows, without stabiliser.
     template <class Map, class T>
-    static void features(const backends::feature_problem<T>& pb) {
+    static void features(const backends::feature_problem<Map, T>& pb) {
         namespace ti = detail::thrust_impl;
         using W = Work;
         const ti::device_spectral<Map, W> sp(pb.spec);
@@ -86,14 +50,14 @@ struct thrust {
     }
 
     template <class Map, class T>
-    static void forward(const backends::attention_problem<T>& pb, T* out) {
+    static void forward(const backends::attention_problem<Map, T>& pb, T* out) {
         namespace ti = detail::thrust_impl;
         const ti::forward_state<Map, Work, T> fs(pb, Policy{});
         ti::download<Policy>(ti::raw(fs.out), pb.problems * pb.q_len * pb.dv, out);
     }
 
     template <class Map, class T>
-    static void backward(const backends::attention_problem<T>& pb, const backends::attention_gradients<T>& grads) {
+    static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& grads) {
         namespace ti = detail::thrust_impl;
         using W = Work;
         ti::forward_state<Map, W, T> fs(pb, Policy{});
@@ -142,7 +106,7 @@ struct thrust {
                                                       ti::raw(fs.shift), ti::raw(dphi), ti::raw(buf), ti::raw(dx)});
         const index_t nspec = d * P + (Map::uses_bias ? m : 0);
         ::thrust::device_vector<W> dsp(sz(nspec));
-        ti::launch<Policy>(nspec, ti::spectral_grads<W>{sv, g, stride, P + d + wsz, ti::raw(fs.ws), ti::raw(buf),
+        ti::launch<Policy>(nspec, ti::spectral_grads<Map, W>{sv, g, stride, P + d + wsz, ti::raw(fs.ws), ti::raw(buf),
                                                         ti::raw(dsp)});
 
         // Results back: one copy per output.
@@ -162,7 +126,7 @@ struct thrust {
     /// One decoding step for every head (see reference::step). The state lives on the
     /// host: it is copied in and out once per call.
     template <class Map, class T>
-    static void step(const backends::step_problem<T>& pb) {
+    static void step(const backends::step_problem<Map, T>& pb) {
         namespace ti = detail::thrust_impl;
         using W = Work;
         const auto& st = pb.state;

@@ -1,33 +1,12 @@
 // kattn/core/random.hpp — counter-based, index-addressed random numbers (Philox4x32-10).
 //
-// `random_stream{seed, stream}` is stateless: every number is a pure function of
-// (seed, stream, index), so draws can be made in any order, on any thread or device,
-// and give the same values. Different purposes (frequencies Ω, biases b, chi norms, …)
-// use different stream ids (`kattn::streams`) and so draw independent numbers from
-// one user seed.
-//
-// Exact derivation (a device implementation must follow it to match bit-for-bit):
-//   key      = { lo32(seed), hi32(seed) }                       (r123::Philox4x32::key_type)
-//   ctr(j)   = { lo32(j), hi32(j), lo32(stream), hi32(stream) } (r123::Philox4x32::ctr_type)
-//   x(j)     = r123::Philox4x32{}(ctr(j), key)                  four 32-bit words x0..x3
-//
-//   bits(i)    = x(i/4)[i%4]
-//   word64(i)  = (uint64(x(i/2)[2*(i%2)+1]) << 32) | x(i/2)[2*(i%2)]
-//                 (i even: x1:x0, i odd: x3:x2 — i.e. bits(2i+1):bits(2i))
-//   uniform(i) = to_unit_open(word64(i)), where with k = w >> 11 (the top 53 bits)
-//                 to_unit_open(w) = k * 2^-53  if k != 0,   2^-54  if k == 0
-//                 Both cases are exact in double; the result lies in [2^-54, 1 - 2^-53],
-//                 never 0 or 1.
-//   normal(i)  : one Philox call x(i/2) gives u1 = to_unit_open(x1:x0),
-//                 u2 = to_unit_open(x3:x2) (= uniform(2*(i/2)), uniform(2*(i/2)+1));
-//                 r = sqrt(-2 log u1), t = 2π·u2 with 2π = 6.283185307179586 (double);
-//                 normal(i) = r·cos(t) for even i, r·sin(t) for odd i.
-//
-// bits/uniform are exact integer/power-of-two arithmetic and reproduce bit-for-bit
-// everywhere. normal additionally depends on the libm's log/sin/cos/sqrt: bit-for-bit
-// on the same libm (glibc's are correctly rounded in practice); CUDA's double-precision
-// log/sin/cos may differ by an ulp or two. Do not build with -ffast-math if bitwise
-// reproducibility of normals matters.
+// `random_stream{seed, stream}` is stateless: every number (block, bits, bits64, uniform,
+// normal) is a pure function of (seed, stream, index), so draws can be made in any order,
+// on any thread or device, and give the same values. Purposes use different stream ids
+// (`kattn::streams`: omega, bias, norms, …; streams::user + n for yours), so one user seed
+// feeds independent draws. bits/uniform reproduce bit for bit everywhere; normal also
+// depends on the libm (do not build with -ffast-math). The exact derivation, which a device
+// implementation must follow, and the guarantees: docs/samplers.md §3–4.
 #pragma once
 
 #include <cmath>

@@ -12,30 +12,28 @@
 
 #include "../core/math.hpp"
 #include "../core/random.hpp"
-#include "../samplers/gaussian.hpp"
+#include "../fwd.hpp"
 #include "feature_params.hpp"
+#include "map_base.hpp"
+#include "renormalize.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"
 
 namespace kattn::features {
 
-struct cos2 {
+struct cos2 : map_base {
     static constexpr const char* name = "cos2";
     static constexpr bool is_positive = true;
-    static constexpr bool uses_pairs = false;
     static constexpr bool uses_bias = true;
-    static constexpr bool has_stabiliser = false;
-    static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
     KATTN_HD static constexpr index_t workspace(index_t m) { return m; }
-    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
+    /// Hyper-parameters (docs/feature_maps.md §3).
+    struct params {
+        double floor = 1e-6;       ///< ≥ 0: added before renormalisation
+        bool renormalize = true;   ///< ℓ1 re-normalisation to √m
+    };
+    static void validate(const params& p, index_t, index_t) { detail::check_floor(p.floor); }
 
     /// b_l = 2π · uniform(l) of stream `bias`.
     template <class T>
@@ -44,38 +42,28 @@ struct cos2 {
         for (index_t l = 0; l < m; ++l) b[l] = T(2 * std::numbers::pi * rs.uniform(static_cast<std::uint64_t>(l)));
     }
 
-    template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
+    /// v = cos²(u + b) + floor, the features before renormalisation.
+    template <class T>
+    KATTN_HD static auto activation(const params& p) {
         const T fl = T(p.floor);
-        Ops::transform(
-            m, phi,
-            [fl](auto ui, auto bi) {
-                using V = decltype(ui);
-                const V c = math::cos(ui + bi);
-                return c * c + V(fl);
-            },
-            u, b);
+        return [fl](auto ui, auto bi) {
+            using V = decltype(ui);
+            const V c = math::cos(ui + bi);
+            return c * c + V(fl);
+        };
+    }
+
+    template <class Ops, class T>
+    KATTN_HD static void activate(const params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
+        Ops::transform(m, phi, activation<T>(p), u, b);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
 
     /// d cos²(a)/da = −sin(2a);  du = db = dv · (−sin 2a).
     template <class Ops, class T>
-    KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
+    KATTN_HD static void activate_vjp(const params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
                              const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
-        const T fl = T(p.floor);
-        const T* dv = dphi;
-        if (p.renormalize) {
-            Ops::transform(
-                m, work,
-                [fl](auto ui, auto bi) {
-                    using V = decltype(ui);
-                    const V c = math::cos(ui + bi);
-                    return c * c + V(fl);
-                },
-                u, b);
-            detail::renormalize_vjp<Ops>(m, Ops::sum(m, work), phi, dphi, work);
-            dv = work;
-        }
+        const T* dv = detail::unnormalised_upstream<Ops>(p.renormalize, m, phi, dphi, work, activation<T>(p), u, b);
         Ops::transform(
             m, du, [](auto ui, auto bi, auto g) { using V = decltype(ui); return -g * math::sin(V(2) * (ui + bi)); }, u,
             b, dv);
@@ -86,4 +74,4 @@ struct cos2 {
 
 }  // namespace kattn::features
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

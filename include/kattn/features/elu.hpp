@@ -10,30 +10,25 @@
 #include <cstdint>
 
 #include "../core/math.hpp"
-#include "../samplers/gaussian.hpp"
+#include "../fwd.hpp"
 #include "feature_params.hpp"
+#include "map_base.hpp"
+#include "renormalize.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"
 
 namespace kattn::features {
 
-struct elu {
+struct elu : map_base {
     static constexpr const char* name = "elu";
     static constexpr bool is_positive = true;
-    static constexpr bool uses_pairs = false;
     static constexpr bool uses_bias = true;
-    static constexpr bool has_stabiliser = false;
-    static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
     KATTN_HD static constexpr index_t workspace(index_t m) { return m; }
-    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
+    /// Hyper-parameters τ, floor, renormalize (docs/feature_maps.md §3).
+    using params = tempered_params;
+    static void validate(const params& p, index_t, index_t) { detail::validate(p); }
 
     /// b = 0.
     template <class T>
@@ -41,37 +36,29 @@ struct elu {
         for (index_t l = 0; l < m; ++l) b[l] = T(0);
     }
 
-    template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
+    /// v = max(1 + ELU(u/τ + b), floor), the features before renormalisation.
+    template <class T>
+    KATTN_HD static auto activation(const params& p) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
-        Ops::transform(
-            m, phi,
-            [it, fl](auto ui, auto bi) {
-                using V = decltype(ui);
-                return math::max(V(1) + math::elu(ui * V(it) + bi), V(fl));
-            },
-            u, b);
+        return [it, fl](auto ui, auto bi) {
+            using V = decltype(ui);
+            return math::max(V(1) + math::elu(ui * V(it) + bi), V(fl));
+        };
+    }
+
+    template <class Ops, class T>
+    KATTN_HD static void activate(const params& p, index_t, index_t m, const T*, const T* u, const T* b, T, T* phi) {
+        Ops::transform(m, phi, activation<T>(p), u, b);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
 
     /// With a = u/τ + b: dv masked where the floor is active; da = dv · ELU'(a);
     /// du = da/τ, db += da.
     template <class Ops, class T>
-    KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
+    KATTN_HD static void activate_vjp(const params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
                              const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
-        const T* dv = dphi;
-        if (p.renormalize) {
-            Ops::transform(
-                m, work,
-                [it, fl](auto ui, auto bi) {
-                    using V = decltype(ui);
-                    return math::max(V(1) + math::elu(ui * V(it) + bi), V(fl));
-                },
-                u, b);
-            detail::renormalize_vjp<Ops>(m, Ops::sum(m, work), phi, dphi, work);
-            dv = work;
-        }
+        const T* dv = detail::unnormalised_upstream<Ops>(p.renormalize, m, phi, dphi, work, activation<T>(p), u, b);
         // du holds da = dv · ELU'(a) · [1 + ELU(a) >= floor] first.
         Ops::transform(
             m, du,
@@ -89,4 +76,4 @@ struct elu {
 
 }  // namespace kattn::features
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

@@ -11,39 +11,28 @@
 #pragma once
 
 #include "../core/math.hpp"
-#include "../samplers/orthogonal_gaussian.hpp"
-#include "feature_params.hpp"
+#include "../fwd.hpp"
+#include "map_base.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"
 
 namespace kattn::features {
 
-struct favor {
+struct favor : map_base {
     static constexpr const char* name = "favor";
     static constexpr bool is_positive = true;
-    static constexpr bool uses_pairs = false;
-    static constexpr bool uses_bias = false;
     static constexpr bool has_stabiliser = true;
     static constexpr bool softmax_scaling = true;  // default input scale d^{-1/4}
     using default_sampler = samplers::orthogonal_gaussian;
 
-    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
-    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
-
     /// Row exponent maximum: c = max_l u_l − ‖x‖²/2.
     template <class Ops, class T>
-    KATTN_HD static T row_shift(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*) {
+    KATTN_HD static T row_shift(const params&, index_t d, index_t m, const T* x, const T* u, const T*) {
         return Ops::max(m, u) - T(0.5) * Ops::dot(d, x, x);
     }
 
     template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
+    KATTN_HD static void activate(const params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
                          T* phi) {
         const T a = -T(0.5) * Ops::dot(d, x, x) - shift;
         const T c = T(1) / std::sqrt(T(m));
@@ -52,7 +41,7 @@ struct favor {
 
     /// du_l = dφ_l φ_l;  dx −= (Σ_l dφ_l φ_l) x.
     template <class Ops, class T>
-    KATTN_HD static void activate_vjp(const feature_params&, index_t d, index_t m, const T* x, const T*, const T*, T,
+    KATTN_HD static void activate_vjp(const params&, index_t d, index_t m, const T* x, const T*, const T*, T,
                              const T* phi, const T* dphi, T* du, T* dx, T*, T*) {
         Ops::transform(m, du, [](auto f, auto g) { return f * g; }, phi, dphi);
         const T g = Ops::dot(m, phi, dphi);
@@ -62,4 +51,4 @@ struct favor {
 
 }  // namespace kattn::features
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

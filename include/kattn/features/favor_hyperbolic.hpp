@@ -7,40 +7,31 @@
 #pragma once
 
 #include "../core/math.hpp"
-#include "../samplers/orthogonal_gaussian.hpp"
-#include "feature_params.hpp"
+#include "../fwd.hpp"
+#include "map_base.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"
 
 namespace kattn::features {
 
-struct favor_hyperbolic {
+struct favor_hyperbolic : map_base {
     static constexpr const char* name = "favor_hyperbolic";
     static constexpr bool is_positive = true;
-    static constexpr bool uses_pairs = false;
-    static constexpr bool uses_bias = false;
     static constexpr bool has_stabiliser = true;
     static constexpr bool softmax_scaling = true;
     using default_sampler = samplers::orthogonal_gaussian;
 
     KATTN_HD static constexpr index_t feature_dim(index_t m) { return 2 * m; }
-    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
-    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     template <class Ops, class T>
-    KATTN_HD static T row_shift(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*) {
+    KATTN_HD static T row_shift(const params&, index_t d, index_t m, const T* x, const T* u, const T*) {
         T mx = std::abs(u[0]);
         for (index_t l = 1; l < m; ++l) mx = std::abs(u[l]) > mx ? std::abs(u[l]) : mx;
         return mx - T(0.5) * Ops::dot(d, x, x);
     }
 
     template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
+    KATTN_HD static void activate(const params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
                          T* phi) {
         const T a = -T(0.5) * Ops::dot(d, x, x) - shift;
         const T c = T(1) / std::sqrt(T(2 * m));
@@ -51,7 +42,7 @@ struct favor_hyperbolic {
 
     /// du_l = dφ⁺_l φ⁺_l − dφ⁻_l φ⁻_l;  dx −= ⟨dφ, φ⟩ x.
     template <class Ops, class T>
-    KATTN_HD static void activate_vjp(const feature_params&, index_t d, index_t m, const T* x, const T*, const T*, T,
+    KATTN_HD static void activate_vjp(const params&, index_t d, index_t m, const T* x, const T*, const T*, T,
                              const T* phi, const T* dphi, T* du, T* dx, T*, T*) {
         Ops::transform(m, du, [](auto fp, auto gp, auto fm, auto gm) { return fp * gp - fm * gm; }, phi, dphi,
                        phi + m, dphi + m);
@@ -62,4 +53,4 @@ struct favor_hyperbolic {
 
 }  // namespace kattn::features
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

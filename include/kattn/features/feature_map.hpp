@@ -7,16 +7,28 @@
 #pragma once
 
 #include <concepts>
+#include <string>
+#include <type_traits>
 
 #include "../core/config.hpp"
+#include "../core/detected.hpp"
+#include "../core/error.hpp"
 #include "../linalg/row_ops.hpp"
 #include "feature_params.hpp"
 
 namespace kattn {
 
+namespace detail {
+template <class P> using params_of = typename P::params;
+}  // namespace detail
+
+/// The hyper-parameters of map F: F::params, or feature_params for a map that declares none.
+template <class F>
+using map_params_t = detail::detected_or_t<feature_params, detail::params_of, F>;
+
 /// A feature map: static traits plus activate / activate_vjp over a row-ops policy.
 template <class F>
-concept feature_map = requires(index_t m, const feature_params& p, const double* c, double* o) {
+concept feature_map = requires(index_t m, const map_params_t<F>& p, const double* c, double* o) {
     { F::name } -> std::convertible_to<const char*>;
     { F::is_positive } -> std::convertible_to<bool>;
     { F::uses_pairs } -> std::convertible_to<bool>;
@@ -58,6 +70,8 @@ struct feature_map_traits {
         if constexpr (detail::has_requires_orthogonal<F>) return bool(F::requires_orthogonal);
         else return false;
     }();
+    /// The map's hyper-parameters (attention_config<F, S>::feature).
+    using params = map_params_t<F>;
     static constexpr index_t feature_dim(index_t m) { return F::feature_dim(m); }
     static constexpr index_t projection_dim(index_t m) { return F::projection_dim(m); }
     /// Dimension of one frequency vector drawn by the sampler: d, or 2d for pairs.
@@ -68,4 +82,45 @@ struct feature_map_traits {
     }
 };
 
+namespace detail {
+
+/// Writes v into the member `get` selects in p (or in p.inner: positive<F>'s parameters of
+/// F); false when neither has one. `get` is a generic lambda returning the member by
+/// reference, SFINAE-friendly (`[](auto& q) -> decltype((q.floor)) { return q.floor; }`).
+template <class P, class Get, class V>
+bool assign_parameter(P& p, Get get, const V& v) {
+    if constexpr (requires { get(p) = v; }) {
+        get(p) = v;
+        return true;
+    } else if constexpr (requires { p.inner; }) {
+        return assign_parameter(p.inner, get, v);
+    } else {
+        return false;
+    }
+}
+
+/// Map's parameters from a pre-0.2 feature_params: every field the map has is copied by
+/// name; a field it does not have must hold its default (else kattn::error names it).
+template <class Map>
+map_params_t<Map> map_params_from(const feature_params& fp) {
+    if constexpr (std::is_same_v<map_params_t<Map>, feature_params>) {
+        return fp;
+    } else {
+        map_params_t<Map> p{};
+        const feature_params def{};
+        const auto take = [&](const char* field, auto get, auto v, auto d) {
+            if (!assign_parameter(p, get, v) && v != d)
+                fail(field, std::string("its default: feature map '") + Map::name + "' has no such parameter", v);
+        };
+        take("temperature", [](auto& q) -> decltype((q.temperature)) { return q.temperature; }, fp.temperature,
+             def.temperature);
+        take("floor", [](auto& q) -> decltype((q.floor)) { return q.floor; }, fp.floor, def.floor);
+        take("scale", [](auto& q) -> decltype((q.scale)) { return q.scale; }, fp.scale, def.scale);
+        take("renormalize", [](auto& q) -> decltype((q.renormalize)) { return q.renormalize; }, fp.renormalize,
+             def.renormalize);
+        return p;
+    }
+}
+
+}  // namespace detail
 }  // namespace kattn

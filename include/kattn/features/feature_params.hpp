@@ -1,66 +1,61 @@
-// kattn/features/feature_params.hpp — hyper-parameters shared by the feature maps.
+// kattn/features/feature_params.hpp — validation of the maps' hyper-parameters, and the
+// pre-0.2 `feature_params` struct.
 //
-// Notation (DESIGN.md §3): x ∈ R^d, Ω ∈ R^{d×P}, u = Ωᵀx, b ∈ R^m an optional bias,
-// τ the temperature, `floor` a small positive constant, renorm(v) = √m · v / Σᵢ vᵢ.
-// These values are fixed (not learned); Ω and b are the learnable spectral parameters.
+// Each map owns its parameters (`Map::params`: elu's temperature, floor and renormalize,
+// positive<F>'s scale, …; docs/feature_maps.md §3). `feature_params` is kept for maps
+// written before that: a map that declares no `params` type is handed a feature_params.
 #pragma once
 
 #include <cmath>
-#include <string>
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-
 namespace kattn {
 
+/// Parameters handed to a user-written map that declares no `params` type of its own.
 struct feature_params {
-    /// τ > 0: the projection is divided by τ before the activation (elu, softplus,
-    /// sigmoid2, softmax_features).
-    double temperature = 1.0;
-    /// ≥ 0. Added before renormalisation (softplus, sigmoid2, cos2) so features stay strictly
-    /// positive; elu applies it as a lower clamp max(·, floor).
-    double floor = 1e-6;
-    /// s > 0 in positive<F>: φ⁺ = ELU(s·φ_F) + 1.
-    double scale = 1.0;
-    /// ℓ1 re-normalisation to sum √m (elu, softplus, sigmoid2, cos2). The classic
-    /// linear-transformer map ELU(x)+1 is `elu` with identity Ω, floor 0, no renorm.
-    bool renormalize = true;
+    double temperature = 1.0;  ///< τ > 0
+    double floor = 1e-6;       ///< ≥ 0
+    double scale = 1.0;        ///< s > 0
+    bool renormalize = true;   ///< ℓ1 re-normalisation to √m
 };
 
 namespace detail {
 
+/// τ: finite and > 0.
+inline void check_temperature(double t) {
+    require(std::isfinite(t) && t > 0, "temperature", "a finite value > 0", t);
+}
+/// floor: finite and ≥ 0.
+inline void check_floor(double f) { require(std::isfinite(f) && f >= 0, "floor", "a finite value >= 0", f); }
+/// s: finite and > 0.
+inline void check_scale(double s) { require(std::isfinite(s) && s > 0, "scale", "a finite value > 0", s); }
+
+}  // namespace detail
+
+namespace features {
+/// Parameters of the tempered positive maps elu, softplus and sigmoid2 (each map's
+/// `params`): v = g(u/τ …), floored, then optionally ℓ1-renormalised.
+struct tempered_params {
+    double temperature = 1.0;  ///< τ > 0: u is divided by τ
+    double floor = 1e-6;       ///< ≥ 0: elu's lower clamp; softplus, sigmoid2: added before renorm
+    bool renormalize = true;   ///< ℓ1 re-normalisation to √m
+};
+}  // namespace features
+
+namespace detail {
+
+inline void validate(const features::tempered_params& p) {
+    check_temperature(p.temperature);
+    check_floor(p.floor);
+}
+
 inline void validate(const feature_params& p) {
-    require(std::isfinite(p.temperature) && p.temperature > 0, "temperature", "a finite value > 0", p.temperature);
-    require(std::isfinite(p.floor) && p.floor >= 0, "floor", "a finite value >= 0", p.floor);
-    require(std::isfinite(p.scale) && p.scale > 0, "scale", "a finite value > 0", p.scale);
-}
-
-/// y = √m · v / Σv in place; returns Σv. Requires Σv > 0 (guaranteed by floor > 0 or
-/// positive activations).
-template <class Ops, class T>
-KATTN_HD T renormalize(index_t m, T* v) {
-    const T s = Ops::sum(m, v);
-    const T c = std::sqrt(T(m)) / s;
-    Ops::transform(m, v, [c](auto vi) { return vi * decltype(vi)(c); }, v);
-    return s;
-}
-
-/// VJP of y = √m v / s, s = Σv: dv = (√m / s)(dy − ⟨dy, y⟩ / √m), written into dv.
-template <class Ops, class T>
-KATTN_HD void renormalize_vjp(index_t m, T s, const T* y, const T* dy, T* dv) {
-    const T rm = std::sqrt(T(m));
-    const T g = Ops::dot(m, dy, y) / rm;
-    const T c = rm / s;
-    Ops::transform(m, dv, [c, g](auto d) { using V = decltype(d); return V(c) * (d - V(g)); }, dy);
+    check_temperature(p.temperature);
+    check_floor(p.floor);
+    check_scale(p.scale);
 }
 
 }  // namespace detail
 }  // namespace kattn
-
-#pragma GCC diagnostic pop

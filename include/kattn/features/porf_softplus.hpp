@@ -6,7 +6,7 @@
 //   Coulomb particles that start orthogonal (samplers::langevin: orthogonal_init).
 #pragma once
 
-#include "../samplers/orthogonal_gaussian.hpp"
+#include "../fwd.hpp"
 #include "softplus.hpp"
 
 namespace kattn::features {

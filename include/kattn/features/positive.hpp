@@ -1,6 +1,6 @@
 // kattn/features/positive.hpp — FSKA's positive transform of any feature map.
 //
-//   φ⁺(x) = ELU(s · φ_F(x)) + 1,   dim φ⁺ = dim φ_F,   s = feature_params::scale (default 1)
+//   φ⁺(x) = ELU(s · φ_F(x)) + 1,   dim φ⁺ = dim φ_F,   s = params::scale (default 1)
 //
 // Makes signed features (trig, nonstationary) strictly positive so attention weights
 // are positive. The kernel is biased (it is no longer an estimate of F's kernel).
@@ -11,30 +11,35 @@
 
 #include "../core/math.hpp"
 #include "feature_params.hpp"
+#include "feature_map.hpp"
+#include "map_base.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"
 
 namespace kattn::features {
 
 template <class F>
-struct positive {
-    using inner = F;
+struct positive : map_base {
+    using inner_map = F;
     static constexpr const char* name = "positive";
     static constexpr bool is_positive = true;
     static constexpr bool uses_pairs = F::uses_pairs;
     static constexpr bool uses_bias = F::uses_bias;
-    static constexpr bool has_stabiliser = false;
-    static constexpr bool softmax_scaling = false;
     using default_sampler = typename F::default_sampler;
+
+    /// F's hyper-parameters and the scale s.
+    struct params {
+        map_params_t<F> inner{};  ///< F's parameters
+        double scale = 1.0;       ///< s > 0
+    };
+    static void validate(const params& p, index_t d, index_t m) {
+        detail::check_scale(p.scale);
+        F::validate(p.inner, d, m);
+    }
 
     KATTN_HD static constexpr index_t feature_dim(index_t m) { return F::feature_dim(m); }
     KATTN_HD static constexpr index_t projection_dim(index_t m) { return F::projection_dim(m); }
     KATTN_HD static constexpr index_t workspace(index_t m) { return 2 * F::feature_dim(m) + F::workspace(m); }
-    static void validate(const feature_params& p, index_t d, index_t m) { F::validate(p, d, m); }
 
     template <class T>
     static void init_bias(index_t m, std::uint64_t seed, T* b)
@@ -44,9 +49,9 @@ struct positive {
     }
 
     template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
+    KATTN_HD static void activate(const params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
                          T* phi) {
-        F::template activate<Ops>(p, d, m, x, u, b, T(0), phi);
+        F::template activate<Ops>(p.inner, d, m, x, u, b, T(0), phi);
         const T s = T(p.scale);
         Ops::transform(
             F::feature_dim(m), phi, [s](auto f) { using V = decltype(f); return math::elu(V(s) * f) + V(1); }, phi);
@@ -54,21 +59,21 @@ struct positive {
 
     /// dφ_F = dφ⁺ · s · ELU'(s φ_F), then F's VJP.
     template <class Ops, class T>
-    KATTN_HD static void activate_vjp(const feature_params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
+    KATTN_HD static void activate_vjp(const params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
                              const T*, const T* dphi, T* du, T* dx, T* db, T* work) {
         const index_t nf = F::feature_dim(m);
         T* inner_phi = work;
         T* inner_dphi = work + nf;
-        F::template activate<Ops>(p, d, m, x, u, b, T(0), inner_phi);
+        F::template activate<Ops>(p.inner, d, m, x, u, b, T(0), inner_phi);
         const T s = T(p.scale);
         Ops::transform(
             nf, inner_dphi,
             [s](auto f, auto g) { using V = decltype(f); return g * V(s) * math::elu_grad(V(s) * f); }, inner_phi,
             dphi);
-        F::template activate_vjp<Ops>(p, d, m, x, u, b, T(0), inner_phi, inner_dphi, du, dx, db, work + 2 * nf);
+        F::template activate_vjp<Ops>(p.inner, d, m, x, u, b, T(0), inner_phi, inner_dphi, du, dx, db, work + 2 * nf);
     }
 };
 
 }  // namespace kattn::features
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

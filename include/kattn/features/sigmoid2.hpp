@@ -6,63 +6,48 @@
 #pragma once
 
 #include "../core/math.hpp"
-#include "../samplers/gaussian.hpp"
+#include "../fwd.hpp"
 #include "feature_params.hpp"
+#include "map_base.hpp"
+#include "renormalize.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"
 
 namespace kattn::features {
 
-struct sigmoid2 {
+struct sigmoid2 : map_base {
     static constexpr const char* name = "sigmoid2";
     static constexpr bool is_positive = true;
-    static constexpr bool uses_pairs = false;
-    static constexpr bool uses_bias = false;
-    static constexpr bool has_stabiliser = false;
-    static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
     KATTN_HD static constexpr index_t workspace(index_t m) { return m; }
-    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
+    /// Hyper-parameters τ, floor, renormalize (docs/feature_maps.md §3).
+    using params = tempered_params;
+    static void validate(const params& p, index_t, index_t) { detail::validate(p); }
+
+    /// v = σ(u/τ)² + floor, the features before renormalisation.
+    template <class T>
+    KATTN_HD static auto activation(const params& p) {
+        const T it = T(1 / p.temperature), fl = T(p.floor);
+        return [it, fl](auto ui) {
+            using V = decltype(ui);
+            const V s = math::sigmoid(ui * V(it));
+            return s * s + V(fl);
+        };
+    }
 
     template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
-        const T it = T(1 / p.temperature), fl = T(p.floor);
-        Ops::transform(
-            m, phi,
-            [it, fl](auto ui) {
-                using V = decltype(ui);
-                const V s = math::sigmoid(ui * V(it));
-                return s * s + V(fl);
-            },
-            u);
+    KATTN_HD static void activate(const params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
+        Ops::transform(m, phi, activation<T>(p), u);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
 
     /// du_l = dv_l · 2σ²(1 − σ)/τ.
     template <class Ops, class T>
-    KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T,
+    KATTN_HD static void activate_vjp(const params& p, index_t, index_t m, const T*, const T* u, const T*, T,
                              const T* phi, const T* dphi, T* du, T*, T*, T* work) {
-        const T it = T(1 / p.temperature), fl = T(p.floor);
-        const T* dv = dphi;
-        if (p.renormalize) {
-            Ops::transform(
-                m, work,
-                [it, fl](auto ui) {
-                    using V = decltype(ui);
-                    const V s = math::sigmoid(ui * V(it));
-                    return s * s + V(fl);
-                },
-                u);
-            detail::renormalize_vjp<Ops>(m, Ops::sum(m, work), phi, dphi, work);
-            dv = work;
-        }
+        const T it = T(1 / p.temperature);
+        const T* dv = detail::unnormalised_upstream<Ops>(p.renormalize, m, phi, dphi, work, activation<T>(p), u);
         Ops::transform(
             m, du,
             [it](auto ui, auto g) {
@@ -76,4 +61,4 @@ struct sigmoid2 {
 
 }  // namespace kattn::features
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

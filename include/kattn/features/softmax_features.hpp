@@ -7,33 +7,27 @@
 #pragma once
 
 #include "../core/math.hpp"
-#include "../samplers/gaussian.hpp"
+#include "../fwd.hpp"
 #include "feature_params.hpp"
+#include "map_base.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"
 
 namespace kattn::features {
 
-struct softmax_features {
+struct softmax_features : map_base {
     static constexpr const char* name = "softmax_features";
     static constexpr bool is_positive = true;
-    static constexpr bool uses_pairs = false;
-    static constexpr bool uses_bias = false;
-    static constexpr bool has_stabiliser = false;
-    static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
-    KATTN_HD static constexpr index_t feature_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
-    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
+    /// Hyper-parameters (docs/feature_maps.md §3).
+    struct params {
+        double temperature = 1.0;  ///< τ > 0: u is divided by τ
+    };
+    static void validate(const params& p, index_t, index_t) { detail::check_temperature(p.temperature); }
 
     template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
+    KATTN_HD static void activate(const params& p, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T it = T(1 / p.temperature);
         const T mx = Ops::max(m, u) * it;
         Ops::transform(m, phi, [it, mx](auto ui) { using V = decltype(ui); return math::exp(ui * V(it) - V(mx)); }, u);
@@ -43,7 +37,7 @@ struct softmax_features {
 
     /// With p = φ/√m: du_l = p_l (√m dφ_l − ⟨√m dφ, p⟩)/τ = φ_l (dφ_l − ⟨dφ, φ⟩/√m)/τ.
     template <class Ops, class T>
-    KATTN_HD static void activate_vjp(const feature_params& p, index_t, index_t m, const T*, const T*, const T*, T,
+    KATTN_HD static void activate_vjp(const params& p, index_t, index_t m, const T*, const T*, const T*, T,
                              const T* phi, const T* dphi, T* du, T*, T*, T*) {
         const T it = T(1 / p.temperature);
         const T g = Ops::dot(m, phi, dphi) / std::sqrt(T(m));
@@ -54,4 +48,4 @@ struct softmax_features {
 
 }  // namespace kattn::features
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

@@ -8,33 +8,22 @@
 #pragma once
 
 #include "../core/math.hpp"
-#include "../samplers/gaussian.hpp"
-#include "feature_params.hpp"
+#include "../fwd.hpp"
+#include "map_base.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"
 
 namespace kattn::features {
 
-struct trig {
+struct trig : map_base {
     static constexpr const char* name = "trig";
     static constexpr bool is_positive = false;
-    static constexpr bool uses_pairs = false;
-    static constexpr bool uses_bias = false;
-    static constexpr bool has_stabiliser = false;
-    static constexpr bool softmax_scaling = false;
     using default_sampler = samplers::gaussian;
 
     KATTN_HD static constexpr index_t feature_dim(index_t m) { return 2 * m; }
-    KATTN_HD static constexpr index_t projection_dim(index_t m) { return m; }
-    KATTN_HD static constexpr index_t workspace(index_t) { return 0; }
-    static void validate(const feature_params& p, index_t, index_t) { detail::validate(p); }
 
     template <class Ops, class T>
-    KATTN_HD static void activate(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
+    KATTN_HD static void activate(const params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T c = T(1) / std::sqrt(T(m));
         Ops::transform(m, phi, [c](auto ui) { using V = decltype(ui); return V(c) * math::cos(ui); }, u);
         Ops::transform(m, phi + m, [c](auto ui) { using V = decltype(ui); return V(c) * math::sin(ui); }, u);
@@ -42,7 +31,7 @@ struct trig {
 
     /// du_l = m^{-1/2} (−dφᶜ_l sin u_l + dφˢ_l cos u_l); no direct x term.
     template <class Ops, class T>
-    KATTN_HD static void activate_vjp(const feature_params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
+    KATTN_HD static void activate_vjp(const params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
                              const T* dphi, T* du, T*, T*, T*) {
         const T c = T(1) / std::sqrt(T(m));
         Ops::transform(
@@ -57,4 +46,4 @@ struct trig {
 
 }  // namespace kattn::features
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

@@ -20,6 +20,7 @@
 #include <xsimd/xsimd.hpp>
 
 #include "../core/config.hpp"
+#include "../core/detected.hpp"
 
 
 namespace kattn::detail {
@@ -126,15 +127,12 @@ struct simd_gemm {
     }
 };
 
-namespace gemm_impl {
-template <class P> struct lookup { using type = scalar_gemm; };
-template <class P> requires requires { typename P::gemm; } struct lookup<P> { using type = typename P::gemm; };
-}  // namespace gemm_impl
+template <class P> using gemm_member = typename P::gemm;
 
 /// The GEMM policy a policy (an execution backend) publishes as `gemm`; scalar_gemm when
 /// it publishes none.
 template <class P>
-using gemm_of = typename gemm_impl::lookup<P>::type;
+using gemm_of = detected_or_t<scalar_gemm, gemm_member, P>;
 
 }  // namespace kattn::detail
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "../core/config.hpp"
+#include "../core/detected.hpp"
 
 namespace kattn::detail {
 
@@ -37,14 +38,11 @@ struct scalar_ops {
     }
 };
 
-namespace row_ops_impl {
-template <class P> struct lookup { using type = scalar_ops; };
-template <class P> requires requires { typename P::row_ops; } struct lookup<P> { using type = typename P::row_ops; };
-}  // namespace row_ops_impl
+template <class P> using row_ops_member = typename P::row_ops;
 
 /// The row operations a policy (an execution backend) publishes as `row_ops`; scalar_ops
 /// when it publishes none. Samplers evaluate rows with their backend's choice through this.
 template <class P>
-using row_ops_of = typename row_ops_impl::lookup<P>::type;
+using row_ops_of = detected_or_t<scalar_ops, row_ops_member, P>;
 
 }  // namespace kattn::detail

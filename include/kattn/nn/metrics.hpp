@@ -1,25 +1,11 @@
 // kattn/nn/metrics.hpp — evaluation metrics of a classifier from its predicted probabilities.
 //
-// Input: probabilities P [n, C] (a tensor<T> or a flat row-major span plus C) and labels
-// y ∈ {0..C−1}^n. The predicted class is ŷ_i = argmax_c P_ic (first maximum on ties, like
-// numpy.argmax). Rows are used as given (no renormalisation); every sum is in double.
-//   accuracy          (1/n) Σ_i [ŷ_i = y_i]
-//   macro_f1          mean over classes c of F1_c = 2·tp_c / (2·tp_c + fp_c + fn_c), as
-//                     scikit-learn's f1_score(average='macro', zero_division=0) with its
-//                     default labels=None: the average runs over the classes that occur in
-//                     y or in ŷ; a class occurring in only one of them has F1 = 0 (tp = 0),
-//                     a class occurring in neither is left out (it would be 0/0)
-//   log_loss          (1/n) Σ_i −log clip(P_{i,y_i}, 1e−15, 1)   (scikit-learn's clipping)
-//   brier             (1/n) Σ_i Σ_c (P_ic − [c = y_i])²   (multiclass form, in [0, 2])
-//   ece               15 equal-width bins of the confidence s_i = max_c P_ic: bin k holds
-//                     s ∈ (k/15, (k+1)/15] (bin 0 also s = 0; s > 1 falls in bin 14);
-//                     ECE = Σ_k (n_k/n)·|acc_k − conf_k| with acc_k, conf_k the mean
-//                     correctness and mean confidence of bin k
-//   confusion_matrix  M [C, C], M_{y, ŷ} = count (rows true class, columns predicted, as
-//                     scikit-learn)
-// evaluate_metrics computes accuracy, macro_f1, log_loss, brier and ece in one pass.
-// Errors (kattn::error): n = 0, C < 1, size of P ≠ n·C, a label outside [0, C), a negative
-// or non-finite probability.
+// Input: probabilities P [n, C] (a tensor<T>, or a flat row-major span plus C), used as
+// given, and labels in [0, C); ŷ_i = argmax_c P_ic (first maximum on ties); sums in double.
+//   accuracy, macro_f1, log_loss, brier, ece (15 bins), confusion_matrix (rows: true class)
+//   evaluate_metrics: accuracy, macro_f1, log_loss, brier and ece in one pass
+// macro_f1 and log_loss follow scikit-learn. Definitions, ECE bins and errors:
+// docs/encoder.md §2 (Metrics).
 #pragma once
 
 #include <algorithm>

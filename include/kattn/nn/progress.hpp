@@ -3,23 +3,10 @@
 //   progress_bar bar(total, "epoch 3");   // writes to std::cerr
 //   for (...) bar.update(step, {.loss = l, .accuracy = a, .tokens = tokens_so_far});
 //   bar.finish();
-// One status line reads
-//   epoch 3 [#########...........] 45% 450/1000 loss 0.4123 acc 0.873 12.3k tok/s ETA 00:01:23
-// with elapsed time t from a steady_clock started at construction (or passed explicitly:
-// update(done, fields, t), finish(t), for tests and replays):
-//   tok/s = tokens / t (tokens: cumulative count given by the caller; k/M/G/T suffixes)
-//   ETA   = t·(total − done)/done, rounded to whole seconds, HH:MM:SS
-// Two modes:
-//   interactive  (automatic when the stream is std::cerr/std::clog/std::cout and its file
-//                descriptor is a terminal) one line redrawn in place with '\r', at most
-//                every redraw_interval seconds (0.1 s: ~10 Hz) plus the last step, cut to
-//                the terminal width so that it never wraps
-//   plain        (any other stream, or force_plain) a full line each time done crosses a
-//                multiple of plain_percent % of total (default every 10 %), so logs stay short:
-//                ≤ 100/plain_percent lines, plus the one of finish()
-// finish() prints the final line with "elapsed HH:MM:SS" in place of the ETA and ends it.
-// Errors (kattn::error): total < 1, done outside [0, total], a negative or non-finite time.
-// Not thread-safe: call it from the loop's thread.
+// draws "epoch 3 [####......] 45% 450/1000 loss 0.4123 acc 0.873 12.3k tok/s ETA 00:01:23",
+// ETA = t·(total − done)/done. On a terminal one line is redrawn in place (about 10 Hz);
+// on other streams a plain line every plain_percent % (progress_config). Not thread-safe.
+// Modes, formats and errors: docs/encoder.md §2 (Progress bar).
 #pragma once
 
 #include <algorithm>

@@ -7,11 +7,11 @@
 //   backward; g ← g·min(1, clip/‖g‖);  lr = warmup_cosine(step);  AdamW
 // Epoch e visits the training set in the order of a Fisher–Yates shuffle driven by
 // random_stream(seed, streams::data) (draw counter continued across epochs), so a run is a
-// pure function of (model seed, trainer seed, data) on any thread count. After each epoch
+// pure function of (model seed, trainer seed, data) on any thread count.
 // Text batches are cut from windows of `bucket_window` batches sorted by length, and the
 // batches then shuffled (seeded), which cuts padding about in half on sentence data.
-// After each epoch the dev split is evaluated (selection metric: accuracy or macro-F1); the best parameters
-// are kept in memory (and saved to `checkpoint` when given) and restored at the end;
+// After each epoch the dev split is evaluated (selection metric: accuracy or macro-F1); the
+// best parameters are kept in memory (and saved to `checkpoint` when given) and restored at the end;
 // `patience` epochs without improvement stop training. `max_seconds` > 0 stops after the
 // epoch in which the budget ran out. A progress bar shows loss, accuracy, tokens/s and ETA.
 // Model: forward(batch, context&) → logits, backward(dlogits, ctx), collect(ps, prefix);

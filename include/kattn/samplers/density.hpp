@@ -7,7 +7,7 @@
 //
 // Models: samplers::gmm (incl. FSKA's bivariate NGSM prior), samplers::realnvp, and any
 // user type with these three const members. realnvp::kl_to / kl_backward accept any
-// model of it (the reverse KL KL(p_θ ‖ p) of DESIGN.md §5).
+// model of it (the reverse KL KL(p_θ ‖ p): docs/samplers.md §2, realnvp).
 #pragma once
 
 #include <concepts>

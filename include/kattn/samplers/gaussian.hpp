@@ -22,12 +22,13 @@ namespace kattn::samplers {
 struct gaussian {
     static constexpr bool is_random = true;
     static constexpr const char* name = "gaussian";
+    using params = gaussian_params;  ///< this sampler's parameters
 
     /// Writes `count` frequency vectors of dimension `dim`:
     /// out[k*dim + i] = component i of vector k. Throws kattn::error for sigma not
     /// finite and > 0, dim < 1, count < 1 ('num_features') or a null `out`.
     template <class T>
-    static void sample(const sampler_params& p, index_t dim, index_t count, std::uint64_t seed,
+    static void sample(const params& p, index_t dim, index_t count, std::uint64_t seed,
                        T* out) {
         static_assert(std::is_floating_point_v<T>, "gaussian::sample: T must be floating point");
         detail::check_sigma(p.sigma);

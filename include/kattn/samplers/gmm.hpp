@@ -1,57 +1,15 @@
 // kattn/samplers/gmm.hpp — Gaussian-mixture spectral density and sampler, incl. FSKA's NGSM.
 //
-// A mixture of Q Gaussians over R^D (D = d for ordinary maps, D = 2d for paired maps):
-//   p(ω) = Σ_c π_c N(ω; μ_c, S_c),   S_c = L_c L_cᵀ,
-// with weights π (> 0, normalised on construction), means μ_c and either diagonal
-// covariances (variances s_c, L_c = diag(√s_c)) or full ones given by a lower-triangular
-// Cholesky factor L_c with a positive diagonal. A sampler instance carries the parameters:
-//   kattn::linear_attention<features::trig, samplers::gmm, …> attn(cfg, samplers::gmm::diagonal(…));
-//
-// Sampling (reparameterised; the same seed gives the same draws everywhere). Vector k:
-//   c_k    = the first c with u_k < Σ_{c' ≤ c} π_c',  u_k = random_stream(seed, streams::component).uniform(k)
-//   ε_ki   = random_stream(seed, streams::omega).normal(k·D + i)
-//   σ_ki   = −1 if (random_stream(seed, streams::bias).bits(k·D + i) & 1) and `symmetric`, else +1
-//   ω_k    = σ_k ⊙ (μ_{c_k} + L_{c_k} ε_k)          out[k·D + i] = ω_ki
-// sampler_params::sigma (and norms) are ignored: the scale lives in the mixture. `dim` must
-// equal D. `draw_noise` returns (c, ε, σ); `sample_with_noise` maps them to ω, and
-// `sample_backward` turns ∂L/∂ω into ∂L/∂μ_c and ∂L/∂L_c (diagonal: ∂L/∂√s_c and
-// ∂L/∂log s_c) — the reparameterisation gradient. The weights get no gradient (the
-// component choice is discrete).
-//
-// `symmetric` (Wilson & Adams' ±μ): every dimension of every draw gets an independent
-// random sign. The density becomes p_sym(ω) = Σ_c π_c 2^{-D} Σ_{s∈{±1}^D} N(s⊙ω; μ_c, S_c),
-// for diagonal covariances the per-dimension product
-//   p_sym(ω) = Σ_c π_c Π_i ½[N(ω_i; μ_ci, s_ci) + N(ω_i; −μ_ci, s_ci)],
-// and its stationary kernel E cos(ωᵀτ) = Σ_c π_c Π_i cos(μ_ci τ_i) exp(−½ s_ci τ_i²)
-// (the product of per-dimension spectral-mixture factors). Flipping the whole vector
-// instead (ω → ±ω) is a different density ½[p(ω) + p(−ω)] whose kernels equal those of
-// the unflipped mixture, Σ_c π_c cos(μ_cᵀτ) exp(−½ τᵀS_cτ) (cos is even): Wilson & Adams'
-// multi-dimensional SM kernel is that unflipped form, so `symmetric = false` already gives
-// it. log_prob / kernels of a symmetric mixture with full covariances enumerate the 2^D
-// sign patterns and are limited to D ≤ max_enumerated_dim (16); diagonal ones factorise
-// per dimension and have no limit. Sampling and sample_backward have no limit.
-//
-// Density (a kattn::spectral_density, e.g. the prior of realnvp's KL regulariser):
-//   dim(), log_prob(w) = log p(w) (log-sum-exp over components), log_prob_grad(w, g) = ∇ log p.
-// Closed-form kernels (DESIGN.md §3), from E cos(ωᵀv) = Σ_c π_c cos(μ_cᵀv) exp(−½ vᵀS_c v):
-//   stationary_kernel(x, y, d)    (D = d)   E cos(ωᵀ(x − y))              — features::trig
-//   nonstationary_kernel(x, y, d) (D = 2d)  ¼ Σ_{v∈V} E cos(ωᵀv),          — features::nonstationary
-//      V = {(x−y, 0), (0, x−y), (x, −y), (−y, x)}: with ω = (ω₁, ω₂), the estimate of one
-//      pair is ¼ Σ_{a,b∈{1,2}} cos(ω_aᵀx − ω_bᵀy) and ω_aᵀx − ω_bᵀy = ωᵀv_{ab}.
-//
-// NGSM (FSKA's reference prior p_NGSM(ω₁, ω₂), a bivariate Gaussian mixture over the
-// stacked pair ω = (ω₁, ω₂) ∈ R^{2d}). Component q has a weight π_q, means μ₁_q, μ₂_q ∈ R^d,
-// per-dimension variances s₁_q, s₂_q ∈ R^d_{>0} and one correlation ρ_q ∈ (−1, 1) between
-// the two blocks, the same for every dimension i:
-//   (ω₁_i, ω₂_i) ~ N((μ₁_qi, μ₂_qi), [[s₁_qi, ρ_q√(s₁_qi s₂_qi)], [ρ_q√(s₁_qi s₂_qi), s₂_qi]]),
-// independent across i. Its Cholesky factor (lower, D = 2d) has the non-zeros
-//   L[i][i] = √s₁_qi,   L[d+i][i] = ρ_q √s₂_qi,   L[d+i][d+i] = √(1 − ρ_q²) √s₂_qi.
-// When every ρ_q = 0 the mixture is stored with diagonal covariances. `ngsm(components)`
-// takes explicit components; `ngsm(d, Q, seed, options)` initialises one: π_q = 1/Q,
-// μ_r,qi = mean_scale · normal(q·2d + r·d + i) from random_stream(seed, streams::init)
-// (r = 0 for ω₁, 1 for ω₂), s = variance, ρ_q = rho. This follows Remes et al.'s (2017)
-// bivariate spectral mixture without its ±μ / swap symmetrisation: the nonstationary
-// feature map already yields a real, symmetric kernel for any pair density.
+//   p(ω) = Σ_c π_c N(ω; μ_c, L_c L_cᵀ) over R^D (D = d, or 2d for paired maps), with diagonal
+//   or full (Cholesky) covariances, optionally `symmetric` (a random sign per dimension).
+// The instance carries the mixture; there are no sampler parameters (params =
+// no_sampler_params; an attention_config .sigma shorthand is rejected):
+//   linear_attention<features::trig, samplers::gmm> attn(cfg, samplers::gmm::diagonal(…));
+// Members: sample (reparameterised, seed-deterministic; dim must equal D); draw_noise,
+// sample_with_noise, sample_backward (pathwise ∂L/∂μ_c, ∂L/∂L_c); log_prob, log_prob_grad (a
+// kattn::spectral_density); expected_cos, stationary_kernel, nonstationary_kernel (closed
+// form); ngsm(…). Symmetric full-covariance mixtures: log_prob and the kernels need
+// D ≤ max_enumerated_dim (16). Formulas and conventions: docs/samplers.md §2 (gmm).
 #pragma once
 
 #include <algorithm>
@@ -108,6 +66,7 @@ struct ngsm_options {
 struct gmm {
     static constexpr bool is_random = true;
     static constexpr const char* name = "gmm";
+    using params = no_sampler_params;  ///< this sampler's parameters
     /// Largest D for which a symmetric full-covariance mixture's log_prob and kernels
     /// enumerate the 2^D sign patterns.
     static constexpr index_t max_enumerated_dim = 16;
@@ -307,11 +266,11 @@ struct gmm {
 
     // ---- sampling ----------------------------------------------------------------------
 
-    /// Writes `count` vectors of dimension `dim` (= D): out[k*dim + i] = ω_ki (see the header
-    /// comment). sampler_params is ignored. Throws kattn::error for dim != D ('dim'),
-    /// count < 1 ('num_features') or a null `out`.
+    /// Writes `count` vectors of dimension `dim` (= D): out[k*dim + i] = ω_ki (docs/samplers.md,
+    /// gmm sampling). `params` is empty (no_sampler_params). Throws kattn::error for
+    /// dim != D ('dim'), count < 1 ('num_features') or a null `out`.
     template <class T>
-    void sample(const sampler_params& /*p*/, index_t dim, index_t count, std::uint64_t seed, T* out) const {
+    void sample(const params& /*p*/, index_t dim, index_t count, std::uint64_t seed, T* out) const {
         static_assert(std::is_floating_point_v<T>, "gmm::sample: T must be floating point");
         check_dim(dim);
         detail::check_sampler_shape(dim, count, out);
@@ -389,7 +348,7 @@ struct gmm {
     }
 
     /// sample_backward for the draws of sample(p, dim, count, seed, …).
-    gradients sample_backward(const sampler_params& /*p*/, index_t dim, index_t count, std::uint64_t seed,
+    gradients sample_backward(const params& /*p*/, index_t dim, index_t count, std::uint64_t seed,
                               const double* grad_omega) const {
         check_dim(dim);
         return sample_backward(draw_noise(count, seed), grad_omega);

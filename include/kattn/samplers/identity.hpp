@@ -17,11 +17,12 @@ namespace kattn::samplers {
 struct identity {
     static constexpr bool is_random = false;
     static constexpr const char* name = "identity";
+    using params = no_sampler_params;  ///< this sampler's parameters
 
     /// Writes out[k*dim + i] = (k == i ? 1 : 0). Throws kattn::error for dim < 1,
     /// count != dim ('num_features') or a null `out`.
     template <class T>
-    static void sample(const sampler_params& /*p*/, index_t dim, index_t count,
+    static void sample(const params& /*p*/, index_t dim, index_t count,
                        std::uint64_t /*seed*/, T* out) {
         static_assert(std::is_floating_point_v<T>, "identity::sample: T must be floating point");
         detail::require(dim >= 1, "dim", ">= 1", dim);

@@ -1,62 +1,19 @@
-// kattn/samplers/langevin.hpp — learned frequencies: Coulomb/Riesz particles moved by
-// projected Langevin dynamics on a kernel-target-alignment energy (Coulomb particle paper,
-// DESIGN.md §5).
-//
-// N particles ω_k ∈ R^D (D = d, or 2d for paired maps: ω = (ω₁, ω₂)) define Ω for a feature
-// map `Map`: column k of Ω (d × P) is ω_k (pairs: columns k and m + k), m = N. Energy
-//
-//   H(Ω) = V(Ω) + λ·W(Ω),
-//   V(Ω) = −1/(n(n−1)) Σ_{i≠j} y_iᵀy_j K_Ω(x_i, x_j),     K_Ω(x, x') = φ_Ω(x)ᵀφ_Ω(x'),
-//   W(Ω) = 1/(N(N−1)) Σ_{k≠l} g(ω_k − ω_l),
-//   g(r) = (‖r‖² + ε²)^{−s/2}  (riesz; coulomb: s = D − 2, D ≥ 3; D = 2 gives log)
-//        = −½ log(‖r‖² + ε²)    (log),
-//
-// on a labelled data set (x_i, c_i), i < n. V costs O(n·d·P) through the class-sum identity
-// and the map's own VJP (detail/alignment.hpp has the formulas). Labels are coded as
-//   one_hot  y_iᵀy_j = [c_i = c_j]                          (DESIGN.md §5; the default)
-//   simplex  y_iᵀy_j = 1 if c_i = c_j else −1/(C−1)          (unit simplex vertices; for two
-//            classes y_i y_j ∈ {±1}, the paper's V_D with signed labels)
-// With one-hot labels V only rewards same-class similarity, so a map whose kernel peaks at
-// Ω = 0 (trig: K ≡ 1) is minimised by collapsing every particle to 0; the simplex coding
-// also penalises cross-class similarity and has no such trivial minimiser.
-//
-// One step (t = 0, 1, …), every particle at once:
-//   g_k = clip(N·∇_{ω_k}H(Ω^t)),   clip(v) = v·min(1, c/‖v‖)  (per particle, c = gradient_clip)
-//   ω_k ← P_R(ω_k − η·g_k + √(2η/β)·ξ_{t,k}),   P_R(v) = v·min(1, R/‖v‖)
-//   ξ_{t,k,i} = random_stream(seed, streams::noise).normal((t·N + k)·D + i)
-// β = ∞ is allowed (plain projected gradient descent). Because ξ is indexed by (t, k, i),
-// the same seed and inputs give the same trajectory on every platform and thread count
-// (all reductions use a fixed order).
-//
-// Stopping rule. The published rule (max particle move < 1e-6) can never fire with noise of
-// scale √(2η/β) per step. `converged()` instead compares the mean energy of the last
-// `window` steps with the mean of the `window` steps before them:
-//   |mean_last − mean_prev| ≤ tolerance·|mean_last| + energy_atol,
-// and `run()` stops there or after `max_steps` steps.
-//
-// Design. The class is templated on the feature map (and on the backend that evaluates its
-// activation: backends::reference, scalar, by default; backends::simd vectorises it): the energy is the map's kernel, the
-// particle dimension (d or 2d), the bias (cos2, elu: held fixed, drawn with Map::init_bias
-// from the same seed as linear_attention draws it) and the layout of Ω all depend on the
-// map, and `linear_attention<Map, langevin<Map>>` then checks at compile time that the
-// sampler and the operator agree on it. Particles are state (is_random = false): `sample`
-// ignores its seed and sampler_params and returns the current particles; it throws unless
-// count == N and dim == D. Typical use:
-//
-//   samplers::langevin<features::trig> lv(d, N, opts, seed);       // ω_k ~ N(0, σ⁻²I)
-//   lv.set_data(x, labels);                                      // x: [n, d], labels in [0, C)
-//   auto hist = lv.run();                                        // phase A
-//   linear_attention<features::trig, samplers::langevin<features::trig>, backends::simd>
-//       attn(cfg /* num_features = N, seed = seed */, lv);       // phase B: Ω frozen
-//
-// or drive the dynamics with a model-level energy E: `lv.step(dE_dOmega, E)` with the
-// gradient in Ω's layout [d, P] (what linear_attention::backward returns as d_omega); the
-// repulsion term is added to it. Inputs are used as given: scale them as the attention
-// operator will (e.g. favor's d^{-1/4}). Maps with a stabiliser (favor) use shift 0 in the
-// energy, i.e. the exact kernel.
+// kattn/samplers/langevin.hpp — learned frequencies: N particles ω_k (Ω's columns for the
+// feature map Map; ω_k ∈ R^{2d} for paired maps) moved by projected Langevin dynamics on
+//   H(Ω) = −1/(n(n−1)) Σ_{i≠j} y_iᵀy_j φ_Ω(x_i)ᵀφ_Ω(x_j) + λ/(N(N−1)) Σ_{k≠l} g(ω_k − ω_l),
+// label alignment plus a Riesz/Coulomb/log repulsion g. Particles are state (is_random =
+// false): `sample` ignores its params and seed and returns them (count = N, dim = D); the
+// sampler's `params` (orthogonal_gaussian_params: σ and norms of the initial draw) are read
+// only by the constructor, from cfg.sampler. Same seed → same trajectory on any thread count.
+//   kattn::attention_config<features::trig, samplers::langevin<features::trig>> cfg{…};
+//   samplers::langevin<features::trig> lv(cfg, opts);  // N = num_features particles in R^d
+//   lv.set_data(x, labels); lv.run();                  // phase A (or lv.step(dE_dOmega, E))
+//   linear_attention<features::trig, samplers::langevin<features::trig>> attn(cfg, lv);  // Ω frozen
+// Step and stopping rules, label codings, energy evaluation: docs/samplers.md §2 (langevin).
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -69,6 +26,7 @@
 
 #include "../fwd.hpp"
 #include "../features/feature_map.hpp"
+#include "../features/omega_layout.hpp"
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/random.hpp"
@@ -97,7 +55,9 @@ enum class label_coding {
 
 /// Hyper-parameters of the Langevin particle sampler (see the header comment).
 struct langevin_options {
-    feature_params features{};  ///< the map's parameters; must equal the attention operator's
+    /// The map's parameters for the constructor that takes no operator configuration
+    /// (pre-0.2 fields; each must be a parameter of the map or hold its default).
+    feature_params features{};
     double step_size = 1e-3;    ///< η > 0
     double beta = std::numeric_limits<double>::infinity();  ///< inverse temperature β > 0; ∞: no noise
     double lambda = 0.0;        ///< repulsion strength λ ≥ 0
@@ -166,6 +126,9 @@ class langevin {
 
 public:
     static constexpr const char* name = "langevin";
+    /// σ and norms of the initial draw (used by the constructor that takes the operator's
+    /// configuration); sample() ignores them: the particles are the state.
+    using params = orthogonal_gaussian_params;
     static constexpr bool is_random = false;  // the particles are state
     /// Maps defined with orthogonal frequencies (porf_softplus) start from orthogonal blocks;
     /// the dynamics then move the particles freely (the Coulomb paper's PORF particles).
@@ -177,23 +140,25 @@ public:
     /// Ω a gaussian-sampled operator with the same seed starts from; for a map that requires
     /// orthogonal frequencies, orthogonal_gaussian::sample(init, D, N, seed) instead. `seed`
     /// also keys the noise and the map's bias.
+    /// The map's parameters come from opt.features.
     langevin(index_t input_dim, index_t num_particles, const langevin_options& opt = {}, std::uint64_t seed = 0,
              const sampler_params& init = {})
-        : d_(input_dim), N_(num_particles), opt_(opt), seed_(seed) {
-        detail::require(input_dim >= 1, "input_dim", ">= 1", input_dim);
-        detail::require(num_particles >= 1, "num_particles", ">= 1", num_particles);
-        D_ = traits::frequency_dim(d_);
-        validate_options();
-        w_.resize(static_cast<std::size_t>(N_ * D_));
-        if constexpr (orthogonal_init) orthogonal_gaussian::sample(init, D_, N_, seed, w_.data());
-        else gaussian::sample(init, D_, N_, seed, w_.data());
-        init_bias();
-    }
+        : langevin(input_dim, num_particles, opt, seed, init, detail::map_params_from<Map>(opt.features)) {}
+
+    /// The particles of an operator linear_attention<Map, langevin, …> configured by `cfg`:
+    /// input_dim = head_dim, N = num_features (pairs: num_features / 2), the seed, the map's
+    /// parameters (`cfg.feature`) and the initial draw's (`cfg.sampler`: σ, norms) all taken
+    /// from it — the operator and its particles share one configuration.
+    template <class Cfg>
+        requires std::same_as<typename Cfg::map_type, Map> && std::same_as<typename Cfg::sampler_type, langevin>
+    explicit langevin(const Cfg& cfg, const langevin_options& opt = {})
+        : langevin(cfg.head_dim, traits::pairs_or_columns(cfg.num_features), opt, cfg.seed, initial_draw(cfg),
+                   map_parameters_of(cfg, opt)) {}
 
     /// Particles given as an [N, D] tensor (row k = ω_k).
     langevin(index_t input_dim, const xt::xtensor<double, 2>& particles, const langevin_options& opt = {},
              std::uint64_t seed = 0)
-        : d_(input_dim), opt_(opt), seed_(seed) {
+        : d_(input_dim), opt_(opt), seed_(seed), features_(detail::map_params_from<Map>(opt.features)) {
         detail::require(input_dim >= 1, "input_dim", ">= 1", input_dim);
         D_ = traits::frequency_dim(d_);
         N_ = index_t(particles.shape()[0]);
@@ -206,7 +171,7 @@ public:
     /// Writes the current particles: out[k*dim + i] = component i of ω_k. `params` and `seed`
     /// are ignored (they were used at construction). Throws unless dim == D and count == N.
     template <class T>
-    void sample(const sampler_params&, index_t dim, index_t count, std::uint64_t, T* out) const {
+    void sample(const params&, index_t dim, index_t count, std::uint64_t, T* out) const {
         static_assert(std::is_floating_point_v<T>, "langevin::sample: T must be floating point");
         detail::require(dim == D_, "dim",
                         "the particle dimension " + std::to_string(D_) + " (input_dim " + std::to_string(d_) +
@@ -270,6 +235,8 @@ public:
     /// D = d, or 2d for paired maps.
     index_t particle_dim() const { return D_; }
     const langevin_options& options() const { return opt_; }
+    /// The map's parameters the energy is evaluated with.
+    const map_params_t<Map>& map_parameters() const { return features_; }
     std::uint64_t seed() const { return seed_; }
     /// Steps taken since construction (the noise counter t).
     index_t steps_taken() const { return t_; }
@@ -386,12 +353,42 @@ public:
     bool converged() const { return energy_converged(hist_.energy, opt_.window, opt_.tolerance, opt_.energy_atol); }
 
 private:
+    langevin(index_t input_dim, index_t num_particles, const langevin_options& opt, std::uint64_t seed,
+             const sampler_params& init, const map_params_t<Map>& features)
+        : d_(input_dim), N_(num_particles), opt_(opt), seed_(seed), features_(features) {
+        detail::require(input_dim >= 1, "input_dim", ">= 1", input_dim);
+        detail::require(num_particles >= 1, "num_particles", ">= 1", num_particles);
+        D_ = traits::frequency_dim(d_);
+        validate_options();
+        w_.resize(static_cast<std::size_t>(N_ * D_));
+        if constexpr (orthogonal_init) orthogonal_gaussian::sample(init, D_, N_, seed, w_.data());
+        else gaussian::sample(init, D_, N_, seed, w_.data());
+        init_bias();
+    }
+
+    template <class Cfg>
+    static sampler_params initial_draw(Cfg cfg) {
+        cfg.resolve();
+        return sampler_params{cfg.sampler.sigma, cfg.sampler.norms};
+    }
+    /// The map's parameters of `cfg`; opt.features must be left at its default (one source).
+    template <class Cfg>
+    static map_params_t<Map> map_parameters_of(Cfg cfg, const langevin_options& opt) {
+        const feature_params def{};
+        const feature_params& f = opt.features;
+        detail::require(f.temperature == def.temperature && f.floor == def.floor && f.scale == def.scale &&
+                            f.renormalize == def.renormalize,
+                        "features", "its default: the map's parameters come from the operator's configuration",
+                        "changed langevin_options::features");
+        cfg.resolve();
+        return cfg.feature;
+    }
+
     index_t P() const { return Map::projection_dim(N_); }
 
     void validate_options() const {
         const auto& o = opt_;
-        detail::validate(o.features);
-        Map::validate(o.features, d_, N_ > 0 ? N_ : 1);
+        Map::validate(features_, d_, N_ > 0 ? N_ : 1);
         detail::require(std::isfinite(o.step_size) && o.step_size > 0, "step_size", "a finite value > 0", o.step_size);
         detail::require(o.beta > 0 && !std::isnan(o.beta), "beta", "a value > 0 (infinity: no noise)", o.beta);
         detail::require(std::isfinite(o.lambda) && o.lambda >= 0, "lambda", "a finite value >= 0", o.lambda);
@@ -442,23 +439,13 @@ private:
     const double* bias_ptr() const { return traits::uses_bias ? bias_.data() : nullptr; }
 
     std::vector<double> omega_flat() const {
-        const index_t p = P();
-        std::vector<double> om(static_cast<std::size_t>(d_ * p));
-        for (index_t k = 0; k < N_; ++k)
-            for (index_t i = 0; i < d_; ++i) {
-                om[i * p + k] = w_[k * D_ + i];
-                if constexpr (traits::uses_pairs) om[i * p + N_ + k] = w_[k * D_ + d_ + i];
-            }
+        std::vector<double> om(static_cast<std::size_t>(d_ * P()));
+        detail::frequencies_to_omega<traits::uses_pairs>(d_, N_, w_.data(), om.data());
         return om;
     }
     std::vector<double> omega_to_particles(const std::vector<double>& go) const {
-        const index_t p = P();
         std::vector<double> g(static_cast<std::size_t>(N_ * D_));
-        for (index_t k = 0; k < N_; ++k)
-            for (index_t i = 0; i < d_; ++i) {
-                g[k * D_ + i] = go[i * p + k];
-                if constexpr (traits::uses_pairs) g[k * D_ + d_ + i] = go[i * p + N_ + k];
-            }
+        detail::omega_to_frequencies<traits::uses_pairs>(d_, N_, go.data(), g.data());
         return g;
     }
     xt::xtensor<double, 2> to_particle_tensor(const std::vector<double>& g) const {
@@ -471,7 +458,7 @@ private:
         const std::vector<double> om = omega_flat();
         U.resize(static_cast<std::size_t>(n_ * P()));
         phi.resize(static_cast<std::size_t>(n_ * Map::feature_dim(N_)));
-        detail::alignment_features<Map, ops>(opt_.features, d_, N_, om.data(), bias_ptr(), x_.data(), n_, U.data(),
+        detail::alignment_features<Map, ops>(features_, d_, N_, om.data(), bias_ptr(), x_.data(), n_, U.data(),
                                         phi.data());
     }
 
@@ -485,7 +472,7 @@ private:
         }
         std::vector<double> go;
         if (g) go.assign(static_cast<std::size_t>(d_ * P()), 0.0);
-        const double v = detail::alignment_energy<Map, ops>(opt_.features, d_, N_, bias_ptr(), x_.data(),
+        const double v = detail::alignment_energy<Map, ops>(features_, d_, N_, bias_ptr(), x_.data(),
                                                        labels_.data(), n_, C_, a, b, U.data(), phi.data(),
                                                        g ? go.data() : nullptr);
         if (g) *g = omega_to_particles(go);
@@ -550,6 +537,7 @@ private:
     index_t d_ = 0, N_ = 0, D_ = 0;
     langevin_options opt_;
     std::uint64_t seed_ = 0;
+    map_params_t<Map> features_{};
     std::vector<double> w_, bias_;
     std::vector<double> x_;
     std::vector<int> labels_;

@@ -1,22 +1,13 @@
 // kattn/samplers/orthogonal_gaussian.hpp — orthogonal random features (ORF).
 //
-// Frequencies come in blocks of d = dim mutually orthogonal vectors (Yu et al. 2016;
-// FAVOR+). For m = count vectors, B = ⌈m/d⌉ blocks are built, block b from a d×d matrix
-//   G_b[r][c] = random_stream(seed, streams::omega).normal(b·d² + r·d + c),
-// its Householder QR G_b = Q R (in double), and the sign correction
-//   Q' = Q · diag(sign(diag R))            (sign(0) := +1)
-// which makes Q' Haar-distributed (without it, the first column of Q has a fixed sign and
-// positive-feature kernel estimates are biased — DESIGN.md §8). Row r of block b is the
-// direction of vector k = b·d + r; only the first m rows overall are kept. Each row is
-// scaled by its norm s_k and divided by σ:
-//   out[k·d + i] = (Q'_b[r][i] · s_k) / σ,
-//   s_k = sqrt(Σ_j z_j²), z_j = random_stream(seed, streams::norms).normal(k·d + j)
-//         (chi(d)-distributed; each ω is then marginally exactly N(0, σ⁻² I)),
-//   or s_k = √d with sampler_params::norms == orthogonal_norms::fixed.
-// Within a block the vectors are orthogonal to rounding (Householder: ~d·ε).
-//
-// Everything is computed in double and cast to T at the end, so a float result is the
-// cast of the double one, independent of platform and thread count. Cost O(⌈m/d⌉·d³).
+// Frequencies come in blocks of d = dim mutually orthogonal vectors (Yu et al. 2016; FAVOR+):
+// block b is Q' = Q·diag(sign(diag R)) from the Householder QR of a seeded d × d Gaussian
+// G_b = QR (the sign fix makes Q' Haar-distributed; without it positive-feature estimates
+// are biased), and out[k·d + i] = Q'_b[r][i] · s_k / σ for k = b·d + r < count.
+// params = orthogonal_gaussian_params: σ and params::norms, s_k chi(d)-distributed
+// (orthogonal_norms::chi: each ω is marginally exactly N(0, σ⁻²I)) or √d (fixed).
+// Computed in double (a float result is its cast), independent of platform and thread
+// count; cost O(⌈m/d⌉·d³). Stream indices and details: docs/samplers.md §2.
 #pragma once
 
 #include <cmath>
@@ -106,13 +97,14 @@ struct orthogonal_gaussian {
     static constexpr bool is_orthogonal = true;  // rows within a block are exactly orthogonal
     static constexpr bool is_random = true;
     static constexpr const char* name = "orthogonal_gaussian";
+    using params = orthogonal_gaussian_params;  ///< this sampler's parameters
 
     /// Writes `count` frequency vectors of dimension `dim`:
     /// out[k*dim + i] = component i of vector k (see the header comment for the exact
     /// construction). Throws kattn::error for sigma not finite and > 0, dim < 1,
     /// count < 1 ('num_features') or a null `out`.
     template <class T>
-    static void sample(const sampler_params& p, index_t dim, index_t count, std::uint64_t seed,
+    static void sample(const params& p, index_t dim, index_t count, std::uint64_t seed,
                        T* out) {
         static_assert(std::is_floating_point_v<T>,
                       "orthogonal_gaussian::sample: T must be floating point");

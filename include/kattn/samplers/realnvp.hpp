@@ -1,32 +1,14 @@
 // kattn/samplers/realnvp.hpp — a learned spectral density: a RealNVP normalising flow.
 //
-//   z ~ N(0, I_D),   ω = F_θ(z) = f_{K−1} ∘ … ∘ f_0 (z)          (D = 2d for paired maps)
-//   f_l: affine coupling with mask b_j = 1 iff (j + l) is even (alternating even/odd dims),
-//        y = b⊙x + (1−b)⊙(x⊙exp(s(b⊙x)) + t(b⊙x)), s and t Linear–ReLU–Linear MLPs of
-//        hidden width H (default 2D, as in FSKA), optionally s = α·tanh(ŝ) (scale_bound α).
+//   z ~ N(0, I_D),   ω = F_θ(z) = f_{K−1} ∘ … ∘ f_0(z)   (affine couplings; D = 2d for pairs)
 //   log p_θ(ω) = log N(z; 0, I) − Σ_l Σ_{b_j=0} s_j^{(l)},   z = F_θ⁻¹(ω)
-// The last Linear of every s and t net is zero-initialised, so a fresh flow is the identity
-// (and sample() then returns exactly samplers::gaussian's Ω for the same seed: z is drawn
-// from random_stream(seed, streams::omega) in the same order). The first Linear is drawn
-// U(−1/√D, 1/√D) (PyTorch's default bound) from random_stream(config.seed, streams::init),
-// entry i of the flat parameter vector from uniform(i).
-//
-// Training (double): the flow owns a flat parameter vector params() and a gradient buffer
-// grads() (same layout, see detail/coupling.hpp) that the backward functions accumulate
-// into, so optim::adam — or an encoder's optimiser — steps them directly. Every pass and
-// its backward run layer by layer over all rows at once, as register-blocked matrix
-// products (detail/coupling.hpp); a row's result does not depend on the other rows.
-//   backward(z, dω[, dlogdet])   ∂L/∂θ for ω = F_θ(z) (reparameterised samples)
-//   log_prob_backward(ω, c)      c·∂/∂θ Σ_i log p_θ(ω_i) (inverse pass + its backward)
-//   fit(samples, …)              maximum likelihood with Adam
-//   kl_to / kl_backward / train_kl   reverse KL(p_θ ‖ p) to any kattn::spectral_density p,
-//       KL ≈ (1/n) Σ_s [log p_θ(ω_s) − log p(ω_s)], ω_s = F_θ(z_s). Since F_θ⁻¹(F_θ(z)) = z
-//       exactly, log p_θ(F_θ(z)) = log N(z) − log|det J_F(z)|, so the pathwise gradient is
-//       −(1/n) Σ_s [∇_θ log|det J_F(z_s)| + ∇_ω log p(ω_s) · ∂F_θ(z_s)/∂θ]: one forward
-//       pass and its backward, no inverse pass.
-// A flow is itself a spectral_density (dim, log_prob, log_prob_grad). save/load: .npz
-// with arrays config = [D, K, H, α] and layer{l}_{s,t}_{w1,b1,w2,b2} (float64, PyTorch
-// Linear shapes [out, in]); np.load reads it.
+// A fresh flow is the identity (sample() then gives samplers::gaussian's Ω for the seed).
+// There are no sampler parameters (params = no_sampler_params; an attention_config .sigma
+// shorthand is rejected): the scale is learned. The flow owns parameters() and grads() for
+// optim::adam: backward (reparameterised task gradient), log_prob_backward, fit (maximum
+// likelihood), kl_to / kl_backward / train_kl (reverse KL to any spectral_density); it is a
+// spectral_density itself (log_prob, log_prob_grad); save / load (.npz).
+// Masks, initialisation, parameter layout, KL gradient: docs/samplers.md §2 (realnvp).
 #pragma once
 
 #include <algorithm>
@@ -63,6 +45,7 @@ struct realnvp_config {
 class realnvp {
 public:
     static constexpr const char* name = "realnvp";
+    using params = no_sampler_params;  ///< this sampler's parameters
     static constexpr bool is_random = true;
 
     explicit realnvp(const realnvp_config& cfg) : cfg_(cfg) {
@@ -103,9 +86,9 @@ public:
     /// Number of parameters: K · 2 · (2HD + H + D).
     index_t num_params() const { return index_t(params_.size()); }
     /// All weights and biases as one flat vector (layout in detail/coupling.hpp).
-    std::span<double> params() { return params_; }
-    std::span<const double> params() const { return params_; }
-    /// Gradient buffer the backward functions accumulate into (same layout as params()).
+    std::span<double> parameters() { return params_; }
+    std::span<const double> parameters() const { return params_; }
+    /// Gradient buffer the backward functions accumulate into (same layout as parameters()).
     std::span<double> grads() { return grads_; }
     std::span<const double> grads() const { return grads_; }
     void zero_grad() { std::fill(grads_.begin(), grads_.end(), 0.0); }
@@ -122,10 +105,10 @@ public:
     }
 
     /// kattn::spectral_sampler: out[k·dim + i] = F_θ(z_k)_i with z = noise(count, seed),
-    /// computed in double and cast to T. dim must equal the flow's D. sampler_params (sigma,
-    /// norms) are ignored, as by samplers::gmm: the scale is learned by the flow.
+    /// computed in double and cast to T. dim must equal the flow's D. `params` is empty
+    /// (no_sampler_params), as for samplers::gmm: the scale is learned by the flow.
     template <class T>
-    void sample(const sampler_params& /*p*/, index_t dim, index_t count, std::uint64_t seed, T* out) const {
+    void sample(const params& /*p*/, index_t dim, index_t count, std::uint64_t seed, T* out) const {
         static_assert(std::is_floating_point_v<T>, "realnvp::sample: T must be floating point");
         detail::check_sampler_shape(dim, count, out);
         detail::require(dim == cfg_.dim, "dim",

@@ -1,4 +1,4 @@
-// kattn/samplers/sampler_params.hpp — parameters shared by the spectral samplers.
+// kattn/samplers/sampler_params.hpp — the built-in samplers' parameter types.
 //
 // sigma is the kernel length-scale: frequencies are drawn as ω ~ N(0, σ⁻² I), the
 // spectral density of the Gaussian kernel exp(-‖x − y‖² / (2σ²)).
@@ -21,9 +21,30 @@ enum class orthogonal_norms {
     fixed,  ///< every norm = √d
 };
 
+/// Parameters of samplers::gaussian: ω ~ N(0, σ⁻² I).
+struct gaussian_params {
+    double sigma = 1.0;  ///< finite, > 0
+};
+
+/// Parameters of samplers::orthogonal_gaussian.
+struct orthogonal_gaussian_params {
+    double sigma = 1.0;                              ///< finite, > 0
+    orthogonal_norms norms = orthogonal_norms::chi;  ///< row norms of the blocks
+};
+
+/// Parameters of samplers whose state is the sampler itself (identity, gmm, realnvp): none.
+struct no_sampler_params {};
+
+/// The pre-0.2 parameters shared by every sampler: converts to each built-in sampler's own
+/// `params` (taking the fields it has), and is what a user-written sampler that declares no
+/// `params` type receives.
 struct sampler_params {
-    double sigma = 1.0;                            ///< ω ~ N(0, σ⁻² I); finite, > 0
+    double sigma = 1.0;                              ///< ω ~ N(0, σ⁻² I); finite, > 0
     orthogonal_norms norms = orthogonal_norms::chi;  ///< orthogonal_gaussian only
+
+    operator gaussian_params() const { return {sigma}; }
+    operator orthogonal_gaussian_params() const { return {sigma, norms}; }
+    operator no_sampler_params() const { return {}; }
 };
 
 namespace detail {

@@ -11,15 +11,24 @@
 #include <cstdint>
 
 #include "../core/config.hpp"
+#include "../core/detected.hpp"
 #include "sampler_params.hpp"
 
 namespace kattn {
+
+namespace detail {
+template <class P> using sampler_params_of = typename P::params;
+}  // namespace detail
+
+/// The parameters of sampler S: S::params, or sampler_params for a sampler that declares none.
+template <class S>
+using sampler_params_t = detail::detected_or_t<sampler_params, detail::sampler_params_of, S>;
 
 /// A spectral sampler: writes `count` vectors of dimension `dim` from a seed. Stateless
 /// samplers (gaussian, …) make `sample` static; learned ones (with parameters) make it a
 /// const member — both are called as `s.template sample<T>(params, dim, count, seed, out)`.
 template <class S>
-concept spectral_sampler = requires(const S& s, const sampler_params& p, index_t n, std::uint64_t seed, double* out) {
+concept spectral_sampler = requires(const S& s, const sampler_params_t<S>& p, index_t n, std::uint64_t seed, double* out) {
     { S::name } -> std::convertible_to<const char*>;
     { S::is_random } -> std::convertible_to<bool>;
     s.template sample<double>(p, n, n, seed, out);
@@ -34,9 +43,11 @@ template <class S>
 struct spectral_sampler_traits {
     static_assert(spectral_sampler<S>,
                   "kattn: this type is not a kattn::spectral_sampler. A sampler provides static members "
-                  "name, is_random and sample<T>(sampler_params, dim, count, seed, T* out) "
+                  "name, is_random and sample<T>(params, dim, count, seed, T* out) "
                   "(see docs/samplers.md).");
     static constexpr bool is_random = S::is_random;
+    /// The sampler's parameters (attention_config<F, S>::sampler).
+    using params = sampler_params_t<S>;
     static constexpr bool is_orthogonal = [] {
         if constexpr (detail::has_is_orthogonal<S>) return bool(S::is_orthogonal);
         else return false;

@@ -46,12 +46,12 @@ struct backward_kernels {
     /// Per-item partial sums of the parameter gradients.
     struct param_grads {
         std::vector<T> d_omega, d_bias;
-        param_grads(const spectral<T>& sp)
+        param_grads(const spectral<Map, T>& sp)
             : d_omega(sz(sp.d * sp.P), T(0)), d_bias(sz(sp.m), T(0)) {}
     };
 
     /// n_r, e_r of one row from its numerator and raw denominator; returns e_r.
-    static T row_upstream(const attention_problem<T>& pb, const T* G, const T* num, T den_raw, T* nrow) {
+    static T row_upstream(const attention_problem<Map, T>& pb, const T* G, const T* num, T den_raw, T* nrow) {
         bool cl = false;
         const T den = guard_denominator<Map::is_positive>(den_raw, T(pb.eps), cl);
         const T inv = T(1) / den;
@@ -64,7 +64,7 @@ struct backward_kernels {
     }
 
     /// Non-causal query pass over [i0, i1): ∂Q rows, and ∂S, ∂z, parameter partials.
-    static void query_pass(worker& w, const attention_problem<T>& pb, const attention_gradients<T>& g, index_t p,
+    static void query_pass(worker& w, const attention_problem<Map, T>& pb, const attention_gradients<T>& g, index_t p,
                            index_t i0, index_t i1, const key_state<T>& st, const std::vector<T>& St, key_state<T>& dst,
                            param_grads& pg) {
         const auto& sp = w.sp;
@@ -92,7 +92,7 @@ struct backward_kernels {
     }
 
     /// Non-causal key pass over valid keys [j0, j1): ∂K, ∂V rows from ∂S, ∂z.
-    static void key_pass(worker& w, const attention_problem<T>& pb, const attention_gradients<T>& g, index_t p,
+    static void key_pass(worker& w, const attention_problem<Map, T>& pb, const attention_gradients<T>& g, index_t p,
                          index_t j0, index_t j1, T C, const key_state<T>& dst, const std::vector<T>& dSt,
                          param_grads& pg) {
         const auto& sp = w.sp;
@@ -123,7 +123,7 @@ struct backward_kernels {
     };
 
     /// Bm[r][c] = [c ≤ r]·w_rc·(n_r·v_c + e_r), w_rc = e^{c_c − C_r}.
-    static void intra_upstream(causal_bufs& b, const attention_problem<T>& pb, index_t p, index_t i, index_t n,
+    static void intra_upstream(causal_bufs& b, const attention_problem<Map, T>& pb, index_t p, index_t i, index_t n,
                                index_t nvalid, const T* nb, const T* e) {
         if (nvalid == 0) return;
         const index_t dv = pb.dv;
@@ -139,7 +139,7 @@ struct backward_kernels {
 
     /// Causal forward-direction pass over [i0, i1): stores n, e, C_i; ∂Q rows; and (when
     /// `totals`) the segment's query sums at the reference shift of its first query.
-    static void causal_query_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<T>& pb,
+    static void causal_query_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<Map, T>& pb,
                                   const attention_gradients<T>& g, index_t p, index_t i0, index_t i1,
                                   key_state<T>& st, T* nb_all, T* e_all, T* C_all, key_state<T>* totals,
                                   param_grads& pg) {
@@ -207,7 +207,7 @@ struct backward_kernels {
 
     /// Causal reverse pass over [i0, i1), starting from the suffix sums D of later
     /// positions: ∂K, ∂V rows and parameter partials.
-    static void causal_key_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<T>& pb,
+    static void causal_key_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<Map, T>& pb,
                                 const attention_gradients<T>& g, index_t p, index_t i0, index_t i1, key_state<T>& D,
                                 const T* nb_all, const T* e_all, const T* C_all, param_grads& pg) {
         const auto& sp = wq.sp;
@@ -256,10 +256,10 @@ struct backward_kernels {
 };
 
 template <class Map, class T, class Arch>
-void linear_backward(const attention_problem<T>& pb, const attention_gradients<T>& g) {
+void linear_backward(const attention_problem<Map, T>& pb, const attention_gradients<T>& g) {
     using K = backward_kernels<Map, T, Arch>;
     using pgrads = typename K::param_grads;
-    const auto sp = spectral<T>::template make<Map>(pb.spec, pb.input_scale, true);
+    const auto sp = spectral<Map, T>::make(pb.spec, pb.input_scale, true);
     const index_t nseg = segments_for(pb.problems, std::max(pb.q_len, pb.k_len));
     const index_t items = pb.problems * nseg, F = sp.F, dv = pb.dv;
     const std::size_t n_items = static_cast<std::size_t>(items);

@@ -29,7 +29,7 @@ struct forward_kernels {
     using ops = simd_ops<Arch>;
 
     /// Adds keys [j0, j1) of head p (all valid) to st.
-    static void accumulate_keys(worker& w, const attention_problem<T>& pb, index_t p, index_t j0, index_t j1,
+    static void accumulate_keys(worker& w, const attention_problem<Map, T>& pb, index_t p, index_t j0, index_t j1,
                                 key_state<T>& st) {
         const auto& sp = w.sp;
         const T* K = pb.k + p * pb.k_len * sp.d;
@@ -48,9 +48,9 @@ struct forward_kernels {
         }
     }
 
-    /// out_i = φ(q_i)ᵀS / guard(φ(q_i)ᵀz) for queries [i0, i1); optional per-row outputs
-    /// of the guarded denominator and the clamped flag.
-    static void emit(worker& w, const attention_problem<T>& pb, index_t p, index_t i0, index_t i1,
+    /// out_i = φ(q_i)ᵀS / guard(φ(q_i)ᵀz) for queries [i0, i1), a tile of rows at a time;
+    /// `num` is scratch for the tile's numerators.
+    static void emit(worker& w, const attention_problem<Map, T>& pb, index_t p, index_t i0, index_t i1,
                      const key_state<T>& st, T* out, std::vector<T>& num) {
         const auto& sp = w.sp;
         const T* Q = pb.q + p * pb.q_len * sp.d;
@@ -85,7 +85,7 @@ struct forward_kernels {
     /// weighted intra-tile score matrix ct.A (n × nvalid). Returns nvalid.
     /// When `known_Ci` is given (backward recomputation) the running shifts are read
     /// from it instead of being derived from st.
-    static index_t causal_scores(worker& wq, worker& wk, causal_tile& ct, const attention_problem<T>& pb, index_t p,
+    static index_t causal_scores(worker& wq, worker& wk, causal_tile& ct, const attention_problem<Map, T>& pb, index_t p,
                                  index_t i, index_t n, const key_state<T>& st, const T* known_Ci = nullptr) {
         const auto& sp = wq.sp;
         const index_t nvalid = std::clamp<index_t>(pb.valid_keys(p) - i, 0, n);
@@ -125,7 +125,7 @@ struct forward_kernels {
     }
 
     /// Adds the tile's valid keys (features at own shifts in ct.phk) to st.
-    static void causal_update(const attention_problem<T>& pb, index_t p, index_t i, index_t nvalid, index_t F,
+    static void causal_update(const attention_problem<Map, T>& pb, index_t p, index_t i, index_t nvalid, index_t F,
                               causal_tile& ct, key_state<T>& st) {
         if (nvalid == 0) return;
         if constexpr (Map::has_stabiliser) {
@@ -142,7 +142,7 @@ struct forward_kernels {
 
     /// Causal attention for positions [i0, i1) of head p, starting from st (the keys
     /// before i0), which is advanced to include the keys of the range.
-    static void causal(worker& wq, worker& wk, const attention_problem<T>& pb, index_t p, index_t i0, index_t i1,
+    static void causal(worker& wq, worker& wk, const attention_problem<Map, T>& pb, index_t p, index_t i0, index_t i1,
                        key_state<T>& st, T* out) {
         const auto& sp = wq.sp;
         const index_t F = sp.F, dv = pb.dv;
@@ -178,7 +178,7 @@ struct forward_kernels {
 /// Key states of every (head, segment): segment s of head p covers the valid keys in
 /// [split(s), split(s+1)) of the split of `length`.
 template <class Map, class T, class Arch>
-std::vector<key_state<T>> segment_key_states(const spectral<T>& sp, const attention_problem<T>& pb, index_t nseg,
+std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb, index_t nseg,
                                              index_t length) {
     using K = forward_kernels<Map, T, Arch>;
     const index_t items = pb.problems * nseg;
@@ -199,7 +199,7 @@ std::vector<key_state<T>> segment_key_states(const spectral<T>& sp, const attent
 /// Causal segments: segment s of every head starts from the merged key states of its
 /// segments < s (empty for s = 0).
 template <class Map, class T, class Arch>
-std::vector<key_state<T>> causal_initial_states(const spectral<T>& sp, const attention_problem<T>& pb, index_t nseg) {
+std::vector<key_state<T>> causal_initial_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb, index_t nseg) {
     std::vector<key_state<T>> init(sz(pb.problems * nseg), key_state<T>(sp.F, pb.dv));
     if (nseg == 1) return init;
     const auto totals = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
@@ -212,9 +212,9 @@ std::vector<key_state<T>> causal_initial_states(const spectral<T>& sp, const att
 }
 
 template <class Map, class T, class Arch>
-void linear_forward(const attention_problem<T>& pb, T* out) {
+void linear_forward(const attention_problem<Map, T>& pb, T* out) {
     using K = forward_kernels<Map, T, Arch>;
-    const auto sp = spectral<T>::template make<Map>(pb.spec, pb.input_scale, false);
+    const auto sp = spectral<Map, T>::make(pb.spec, pb.input_scale, false);
     const index_t nseg = segments_for(pb.problems, std::max(pb.q_len, pb.k_len));
     const index_t items = pb.problems * nseg;
     if (!pb.causal) {

@@ -66,15 +66,14 @@ struct key_state {
 };
 
 /// Spectral parameters of one call plus Ωᵀ (P × d) for the input gradients.
-template <class T>
+template <class Map, class T>
 struct spectral {
-    spectral_view<T> view;
+    spectral_view<Map, T> view;
     index_t d, m, P, F;
     std::vector<T> omega_t;
     T scale;
 
-    template <class Map>
-    static spectral make(const spectral_view<T>& v, T scale, bool need_transpose) {
+    static spectral make(const spectral_view<Map, T>& v, T scale, bool need_transpose) {
         spectral s{v, v.d, v.m, Map::projection_dim(v.m), Map::feature_dim(v.m), {}, scale};
         if (need_transpose) {
             s.omega_t.resize(sz(s.P * s.d));
@@ -88,10 +87,10 @@ struct spectral {
 template <class Map, class T, class Arch>
 struct tile_worker {
     using ops = simd_ops<Arch>;
-    const spectral<T>& sp;
+    const spectral<Map, T>& sp;
     std::vector<T> xs, u, phi, shift, work, du, dxd;
 
-    explicit tile_worker(const spectral<T>& s)
+    explicit tile_worker(const spectral<Map, T>& s)
         : sp(s), xs(sz(tile_rows * s.d)), u(sz(tile_rows * s.P)), phi(sz(tile_rows * s.F)),
           shift(sz(tile_rows)), work(sz(std::max<index_t>(1, Map::workspace(s.m)))),
           du(sz(tile_rows * s.P)), dxd(sz(tile_rows * s.d)) {}

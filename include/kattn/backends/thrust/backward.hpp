@@ -160,7 +160,7 @@ struct key_grads {
 /// Buffer row layout: du (P) | direct dx (d) | map workspace | db (m, maps with a bias).
 template <class Map, class W>
 struct vjp_rows {
-    dspec<W> s;
+    dspec<Map, W> s;
     geometry g;
     index_t stride, ws_size;
     W scale;
@@ -200,9 +200,9 @@ struct vjp_rows {
 
 /// dΩ[i, p] = Σ_rows x[i] du[p] and db[l] = Σ_rows db_row[l], summed head by head, query
 /// rows then valid key rows (the reference's order).
-template <class W>
+template <class Map, class W>
 struct spectral_grads {
-    dspec<W> s;
+    dspec<Map, W> s;
     geometry g;
     index_t stride, db_offset;
     const W* ws;

@@ -18,6 +18,7 @@
 
 #include "../../core/math.hpp"
 #include "../../linalg/row_ops.hpp"
+#include "../../features/feature_map.hpp"
 #include "../problem.hpp"
 
 namespace kattn::detail::thrust_impl {
@@ -42,12 +43,12 @@ KATTN_HD inline W rescale(W a, W b) {
 }
 
 /// Spectral parameters on the device, in the working precision.
-template <class W>
+template <class Map, class W>
 struct dspec {
     const W* omega = nullptr;  ///< d × P
     const W* bias = nullptr;   ///< m or nullptr
     index_t d = 0, m = 0, P = 0, F = 0;
-    feature_params params{};
+    map_params_t<Map> params{};
 };
 
 /// Extents of one attention call. Rows: the H·Lq query rows come first, then the H·Lk
@@ -105,9 +106,9 @@ void download(const W* src, index_t n, T* dst) {
 template <class Map, class W>
 struct device_spectral {
     ::thrust::device_vector<W> omega, bias;
-    dspec<W> view;
+    dspec<Map, W> view;
     template <class T>
-    explicit device_spectral(const spectral_view<T>& sv) {
+    explicit device_spectral(const spectral_view<Map, T>& sv) {
         const index_t P = Map::projection_dim(sv.m);
         std::vector<W> o(sv.omega, sv.omega + sv.d * P);
         omega = ::thrust::device_vector<W>(o.begin(), o.end());
@@ -115,7 +116,7 @@ struct device_spectral {
             std::vector<W> b(sv.bias, sv.bias + sv.m);
             bias = ::thrust::device_vector<W>(b.begin(), b.end());
         }
-        view = dspec<W>{raw(omega), sv.bias ? raw(bias) : nullptr, sv.d, sv.m, P, Map::feature_dim(sv.m), sv.params};
+        view = dspec<Map, W>{raw(omega), sv.bias ? raw(bias) : nullptr, sv.d, sv.m, P, Map::feature_dim(sv.m), sv.params};
     }
 };
 

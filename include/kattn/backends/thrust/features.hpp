@@ -10,7 +10,7 @@ namespace kattn::detail::thrust_impl {
 /// shift = −∞). `nk == nullptr`: every row valid.
 template <class Map, class W, class T>
 struct feature_rows {
-    dspec<W> s;
+    dspec<Map, W> s;
     const T* xq;
     const T* xk;
     index_t nq_rows, Lk;

@@ -198,7 +198,7 @@ struct forward_state {
     ::thrust::device_vector<int> clamped;
 
     template <class Policy>
-    void run(const attention_problem<T>& pb) {
+    void run(const attention_problem<Map, T>& pb) {
         const index_t H = pb.problems, F = spec.view.F, d = spec.view.d, P = spec.view.P;
         std::vector<index_t> lens(static_cast<std::size_t>(H));
         for (index_t h = 0; h < H; ++h) lens[std::size_t(h)] = pb.valid_keys(h);
@@ -252,7 +252,7 @@ struct forward_state {
     }
 
     template <class Policy>
-    explicit forward_state(const attention_problem<T>& pb, Policy) : spec(pb.spec) {
+    explicit forward_state(const attention_problem<Map, T>& pb, Policy) : spec(pb.spec) {
         run<Policy>(pb);
     }
 };

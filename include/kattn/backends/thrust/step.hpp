@@ -8,7 +8,7 @@ namespace kattn::detail::thrust_impl {
 /// One recurrent step of one head, exactly the reference's `step` (state in double).
 template <class Map, class W, class T>
 struct step_heads {
-    dspec<W> s;
+    dspec<Map, W> s;
     index_t dv;
     W scale;
     double eps;

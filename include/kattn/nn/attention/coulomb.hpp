@@ -1,22 +1,15 @@
 // kattn/nn/attention/coulomb.hpp — kernel attention whose frequencies are Coulomb/Riesz
 // particles aligned to the labels by projected Langevin dynamics (phase A), then frozen
-// while the rest of the model trains (phase B). DESIGN.md §6.
+// while the rest of the model trains (phase B).
 //
-//   head h (dh = D / H): Q_h = K_h = x[:, h·dh : (h+1)·dh]       (no Q/K projection)
-//   V = x·W_V + b_V (learned nn::linear D → D),  y = concat_h(o_h)·W_O + b_O
-//   o_h,i = Σ_j φ_h(q_i)ᵀφ_h(k_j) v_h,j / Σ_j φ_h(q_i)ᵀφ_h(k_j),  φ_h = Map with Ω_h
-// Map is a positive map (features::elu, softplus, sigmoid2, softmax_features, cos2, favor,
-// porf_softplus). Ω_h (dh × num_features) starts as N particles ω_k ~ N(0, σ⁻²I) of a
-// samplers::langevin<Map> (N = num_features; N = num_features / 2 for paired maps) and is
-// never touched by backward (no parameter: phase B keeps it frozen).
-// Phase A: align(pooled, labels, steps) with pooled [n, D] the mean-pooled inputs of this
-// layer: for each head, the langevin energy
-//   H(Ω) = −1/(n(n−1)) Σ_{i≠j} [c_i = c_j] φ(s·p_i)ᵀφ(s·p_j) + λ·W(Ω)
-// on p = the head's slice of pooled (s = the operator's input scale, e.g. dh^{-1/4} for favor)
-// is run for at most `steps` projected Langevin steps (η, β, λ, R, clip from
-// config.langevin; the map's own feature params are imposed), then Ω_h ← the particles.
-// Returned: the centred kernel-target alignment of every head before and after.
-// A "vanilla" model is the same layer without align(). Parameters: "<prefix>.{v,out}.{weight,bias}".
+//   head h: Q_h = K_h = x[:, h·dh : (h+1)·dh], V = x·W_V + b_V (learned), φ_h = Map with Ω_h
+//   o_h,i = Σ_j φ_h(q_i)ᵀφ_h(k_j) v_h,j / Σ_j φ_h(q_i)ᵀφ_h(k_j),   y = concat_h(o_h)·W_O + b_O
+// coulomb_attention<Map, T, Backend>(coulomb_config), Map a positive map. Ω_h starts as the
+// particles of a samplers::langevin<Map>; backward never changes it. align(pooled, labels,
+// steps) runs at most `steps` Langevin steps per head on the mean-pooled inputs, installs
+// the particles as Ω_h and returns the kernel-target alignment before and after; without it
+// the layer is the "vanilla" random-feature model. Parameters: "<prefix>.{v,out}.{weight,bias}".
+// Details: docs/encoder.md §3 (Coulomb) and §5 (two phases).
 #pragma once
 
 #include <cstdint>
@@ -68,19 +61,20 @@ public:
         static_assert(Map::is_positive, "kattn::nn::coulomb_attention: Map must be a positive feature map");
         detail::require(cfg.num_features >= 1, "num_features", ">= 1", cfg.num_features);
         using traits = feature_map_traits<Map>;
-        const index_t N = traits::uses_pairs ? cfg.num_features / 2 : cfg.num_features;
-        kattn::attention_config a{.head_dim = dh_, .value_dim = dh_, .num_features = cfg.num_features};
-        a.temperature = cfg.temperature;
-        a.floor = cfg.floor;
-        a.renormalize = cfg.renormalize;
-        a.sigma = cfg.sigma;
+        // One configuration per head, shared by the operator and its particles: the map's
+        // parameters (those of coulomb_config the map has) and the initial sigma.
+        kattn::attention_config<> g{.head_dim = dh_, .value_dim = dh_, .num_features = cfg.num_features};
+        g.temperature = cfg.temperature;
+        g.floor = cfg.floor;
+        g.renormalize = cfg.renormalize;
+        g.sigma = cfg.sigma;
+        typename operator_type::config_type a = g;
         samplers::langevin_options opt = cfg.langevin;
-        opt.features = feature_params{a.temperature, a.floor, a.scale, a.renormalize};
         if (opt.potential == samplers::repulsion::coulomb && traits::frequency_dim(dh_) < 3)
             opt.potential = samplers::repulsion::log;
         for (index_t h = 0; h < cfg.heads; ++h) {
             a.seed = detail::derive_seed(cfg.seed, 100 + h);
-            particles_.emplace_back(dh_, N, opt, a.seed, sampler_params{a.sigma, a.norms});
+            particles_.emplace_back(a, opt);
             ops_.emplace_back(a, particles_.back());
         }
         wv_ = linear<T>({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 1)});

@@ -1,25 +1,14 @@
-// kattn/nn/attention/fska.hpp — FSKA attention (DESIGN.md §6): nonstationary spectral
-// features whose frequency pairs come from a per-head RealNVP flow.
+// kattn/nn/attention/fska.hpp — FSKA attention: nonstationary spectral features whose
+// frequency pairs come from a per-head RealNVP flow.
 //
-//   head h (dh = D / H): Q_h = K_h = x[:, h·dh : (h+1)·dh]      (no Q/K projection)
-//                        V = x·W_V, W_V a fixed D×D orthogonal matrix (QR of a seeded
-//                        Gaussian, sign-fixed); head h uses its columns [h·dh, (h+1)·dh),
-//                        so head value subspaces are mutually orthogonal (learnable_v: W_V
-//                        is a trainable Linear initialised the same)
-//   Ω_h: m pairs ω_k = (ω₁ₖ, ω₂ₖ) = F_θh(z_k), z ~ N(0, I_{2dh}) (realnvp, D_flow = 2·dh)
-//        training: z = flow.noise(m, seed(step, h)), a fresh reparameterised draw per step;
-//        evaluation: a fixed seeded draw per head (independent of the step)
-//   φ⁺(x) = ELU(s·φ_ns(x)) + 1 (positive = true), or φ_ns(x) itself (direct signed RFF),
-//        φ_ns(x) = (4m)^{-1/2}[cos Ω₁ᵀx + cos Ω₂ᵀx ; sin Ω₁ᵀx + sin Ω₂ᵀx]
-//   o_h,i = Σ_j φ(x_h,i)ᵀφ(x_h,j) v_h,j / Σ_j φ(x_h,i)ᵀφ(x_h,j),   y = concat_h(o_h)·W_O + b_O
-// backward: the operator's dq + dk go to the head's slice of dx, dv through W_V, and
-// dΩ (layout [dh, 2m], see detail::omega_to_pairs) through the flow: flow.backward(z, dω).
-// regularization(ctx) = λ·Σ_h KL(p_θh ‖ p_NGSM), estimated with kl_samples draws, its
-// gradient accumulated into the flows; p_NGSM = gmm::ngsm(dh, Q, seed) is fixed.
-// Parameters: "<prefix>.flow{h}" (double, flat realnvp::params(), no weight decay; one
-// "<prefix>.flow" with shared_flow), "<prefix>.out.{weight,bias}", "<prefix>.v.weight" if
-// learnable. With s = 1 attention is nearly uniform (every φ_ns coordinate is in
-// [−1/√m, 1/√m]); this is the published method, s sharpens it.
+//   head h: Q_h = K_h = x[:, h·dh : (h+1)·dh] (no projection), V = x·W_V (fixed orthogonal)
+//   Ω_h: m pairs (ω₁ₖ, ω₂ₖ) = F_θh(z_k), z ~ N(0, I_{2dh}) (fresh per training step)
+//   φ_ns(x) = (4m)^{-1/2}[cos Ω₁ᵀx + cos Ω₂ᵀx ; sin Ω₁ᵀx + sin Ω₂ᵀx],  φ = ELU(s·φ_ns) + 1 or φ_ns
+//   y = concat_h(o_h)·W_O + b_O,   regularization(ctx) = λ·Σ_h KL(p_θh ‖ p_NGSM)
+// fska_attention<T, Backend>(fska_config): forward, backward (dΩ goes through the flow:
+// flow.backward(z, dω)), regularization, attention_entropy, collect ("<prefix>.flow{h}",
+// ".out.*", ".v.weight" if learnable_v). Details (evaluation draws, why s = 1 is nearly
+// uniform): docs/encoder.md §3.
 #pragma once
 
 #include <cstdint>
@@ -75,12 +64,13 @@ public:
             flows_.emplace_back(samplers::realnvp_config{.dim = 2 * dh_, .layers = cfg.flow_layers,
                                                          .hidden = cfg.flow_hidden,
                                                          .seed = detail::derive_seed(cfg.seed, 100 + f)});
-        kattn::attention_config a{.head_dim = dh_, .value_dim = dh_, .num_features = 2 * cfg.num_pairs};
-        a.scale = cfg.scale;
+        typename positive_op::config_type ap{.head_dim = dh_, .value_dim = dh_, .num_features = 2 * cfg.num_pairs,
+                                             .feature = {.scale = cfg.scale}};
+        typename signed_op::config_type as{.head_dim = dh_, .value_dim = dh_, .num_features = 2 * cfg.num_pairs};
         for (index_t h = 0; h < H; ++h) {
-            a.seed = eval_seed(h);
-            if (cfg.positive) pos_.emplace_back(a, flow(h));
-            else sgn_.emplace_back(a, flow(h));
+            ap.seed = as.seed = eval_seed(h);
+            if (cfg.positive) pos_.emplace_back(ap, flow(h));
+            else sgn_.emplace_back(as, flow(h));
         }
         z_.resize(std::size_t(H));
         wv_ = linear<T>({.in = D, .out = D, .bias = false, .trainable = cfg.learnable_v});
@@ -153,7 +143,7 @@ public:
             parameter_view v;
             v.name = prefix + (cfg_.shared_flow ? std::string(".flow") : ".flow" + std::to_string(f));
             v.shape = {std::size_t(flows_[f].num_params())};
-            v.value64 = flows_[f].params();
+            v.value64 = flows_[f].parameters();
             v.grad64 = flows_[f].grads();
             v.decay = false;
             ps.push_back(std::move(v));

@@ -36,7 +36,10 @@ struct kernel_mha_config {
     index_t num_features = 256;           ///< columns of Ω
     bool causal = false;                  ///< query i attends to keys j ≤ i only
     std::uint64_t seed = 0;               ///< projections and Ω
-    kattn::attention_config attention{};  ///< feature-map / sampler options (sizes and seed overwritten)
+    /// The map's and sampler's parameters and the operator options (input_scale, eps, ...);
+    /// head_dim, value_dim, num_features and seed are the layer's (dim / heads,
+    /// num_features, a seed derived from `seed`): leave them 0 here.
+    kattn::attention_config<> attention{};
 };
 
 template <class Map, class Sampler = typename Map::default_sampler, class T = float, class Backend = backends::simd>
@@ -112,9 +115,9 @@ public:
     }
 
 private:
-    kattn::attention_config make_config(const kernel_mha_config& cfg) {
+    typename operator_type::config_type make_config(const kernel_mha_config& cfg) {
         dh_ = detail::head_dim_of(cfg.dim, cfg.heads);
-        kattn::attention_config a = cfg.attention;
+        kattn::attention_config<> a = cfg.attention;
         a.head_dim = dh_;
         a.value_dim = dh_;
         a.num_features = cfg.num_features;

@@ -4,8 +4,8 @@
 //   y = o·W_O + b_O
 // This is linear attention with a constant feature map (φ ≡ 1): every key gets the same
 // weight, so the layer mixes tokens but cannot select among them. It is the floor a kernel
-// must beat to show that its similarity matters (DESIGN.md §3: FSKA with s = 1 is almost
-// exactly this). Attention entropy is log n_b by construction.
+// must beat to show that its similarity matters (FSKA with s = 1 is almost exactly this:
+// docs/encoder.md §3). Attention entropy is log n_b by construction.
 #pragma once
 
 #include <cmath>

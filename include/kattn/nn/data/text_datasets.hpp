@@ -34,7 +34,7 @@
 namespace kattn::nn {
 
 struct text_options {
-    index_t max_length = 64;   ///< truncation length in tokens (DESIGN §6 uses up to 128)
+    index_t max_length = 64;   ///< truncation length in tokens (≤ token_input's max_length: docs/encoder.md §8)
     index_t min_freq = 1;      ///< words seen fewer times in train are "<unk>"
     index_t max_vocab = 0;     ///< cap on the vocabulary size, specials included (0 = none)
     bool lowercase = true;

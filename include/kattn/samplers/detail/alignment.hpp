@@ -1,39 +1,13 @@
-// kattn/samplers/detail/alignment.hpp — energies of the Langevin particle sampler.
-//
-// Internals of samplers::langevin (DESIGN.md §5), on raw row-major double arrays:
-//
-// * Features. Φ ∈ R^{n×F}, φ_i = φ_Ω(x_i) = Map::activate(Ωᵀx_i, b) with shift 0 (the exact
-//   map; a stabiliser would rescale K and so the energy). Ω is d × P row-major.
-//
-// * Alignment. With a target kernel T_ij = a·[c_i = c_j] + b (one-hot labels: a = 1, b = 0;
-//   simplex labels: a = C/(C−1), b = −1/(C−1), the binary case being y_i y_j ∈ {±1}),
-//     Σ_{i≠j} T_ij φ_iᵀφ_j = a (Σ_c ‖S_c‖² − Σ_i ‖φ_i‖²) + b (‖S‖² − Σ_i ‖φ_i‖²),
-//   S_c = Σ_{i∈c} φ_i, S = Σ_i φ_i: O(n·F) instead of O(n²·F). The energy term is
-//     V = −1/(n(n−1)) Σ_{i≠j} T_ij φ_iᵀφ_j,
-//   and ∂V/∂φ_i = −2/(n(n−1)) · (a (S_{c(i)} − φ_i) + b (S − φ_i)); the map's VJP turns
-//   that into du_i and ∂V/∂Ω = Σ_i x_i du_iᵀ — O(n·d·P) in all.
-//
-// * Centred kernel-target alignment (Cristianini et al.), H = I − 11ᵀ/n, K = ΦΦᵀ, Y the
-//   one-hot n × C label matrix (A is invariant to the label coding):
-//     A = ⟨HKH, HYH⟩_F / (‖HKH‖_F ‖HYH‖_F).
-//   With Φc = HΦ and Yc = HY: HKH = ΦcΦcᵀ, HYH = YcYcᵀ, and by the cyclic trace
-//     ⟨ΦcΦcᵀ, YcYcᵀ⟩ = tr(ΦcᵀYc Ycᵀ Φc) = ‖ΦcᵀYc‖²_F,
-//     ‖ΦcΦcᵀ‖²_F = tr(ΦcΦcᵀΦcΦcᵀ) = ‖ΦcᵀΦc‖²_F,   ‖YcYcᵀ‖_F = ‖YcᵀYc‖_F.
-//   ΦcᵀYc = ΦcᵀY has columns S_c − n_c μ (μ the feature mean); YcᵀYc = diag(n_c) − n_c n_c'/n;
-//   ΦcᵀΦc = ΦᵀΦ − n μμᵀ (F × F). Cost O(n·F·C) for the numerator and O(n·F²) for ‖HKH‖
-//   (the F × F feature Gram; still linear in n, never the n × n kernel).
-//
-// * Repulsion. W = 1/(N(N−1)) Σ_{k≠l} g(ω_k − ω_l) with g(r) = (‖r‖² + ε²)^{−s/2}
-//   (Riesz; Coulomb is s = dim − 2) or g(r) = −½ log(‖r‖² + ε²) (log), and
-//   ∂W/∂ω_k = 2/(N(N−1)) Σ_{l≠k} ∇g(ω_k − ω_l), ∇g(r) = −s (‖r‖²+ε²)^{−s/2−1} r (Riesz) or
-//   −r / (‖r‖²+ε²) (log).
-//
-// The row-ops policy Ops (scalar_ops, or simd_ops for vectorised activations) evaluates the
-// map, as in the attention backends.
-//
-// Determinism: rows are split into a fixed number of chunks that depends only on n (not
-// on the thread count); chunk partial sums are added in chunk order, so results are
-// bit-identical for any number of OpenMP threads.
+// kattn/samplers/detail/alignment.hpp — energies of the Langevin particle sampler
+// (internals of samplers::langevin), on raw row-major double arrays:
+//   alignment_features  Φ (n × F): the exact map (shift 0) of the rows x_i under Ω (d × P)
+//   alignment_energy    V = −1/(n(n−1)) Σ_{i≠j} T_ij φ_iᵀφ_j, T_ij = a·[c_i = c_j] + b, and
+//                       ∂V/∂Ω in O(n·d·P), via class sums S_c = Σ_{i∈c} φ_i and the map's VJP
+//   centred_kta         A = ⟨HKH, HYH⟩_F / (‖HKH‖_F ‖HYH‖_F) through the F × F Gram, linear in n
+//   repulsion_energy    W = 1/(N(N−1)) Σ_{k≠l} g(ω_k − ω_l) (Riesz, Coulomb or log) and ∂W/∂ω
+// The row-ops policy Ops (scalar_ops, or simd_ops) evaluates the map. Sums over rows run in
+// chunks fixed by n, so results are bit-identical for any number of OpenMP threads.
+// Derivations: docs/samplers.md §2 (langevin, "Evaluating the energy").
 #pragma once
 
 #include <algorithm>
@@ -43,7 +17,7 @@
 
 #include "../../core/config.hpp"
 #include "../../linalg/row_ops.hpp"
-#include "../../features/feature_params.hpp"
+#include "../../features/feature_map.hpp"
 
 namespace kattn::detail {
 
@@ -53,7 +27,7 @@ inline index_t alignment_chunks(index_t n) { return std::max<index_t>(1, std::mi
 
 /// Features of n rows: U = XΩ (n × P) and Φ (n × F), both row-major.
 template <class Map, class Ops = scalar_ops>
-void alignment_features(const feature_params& p, index_t d, index_t m, const double* omega, const double* b,
+void alignment_features(const map_params_t<Map>& p, index_t d, index_t m, const double* omega, const double* b,
                         const double* x, index_t n, double* U, double* phi) {
     const index_t P = Map::projection_dim(m), F = Map::feature_dim(m);
 #pragma omp parallel for schedule(static)
@@ -90,7 +64,7 @@ inline void class_sums(const double* phi, index_t n, index_t F, const int* label
 /// Alignment energy term V (see the header) of precomputed features; adds ∂V/∂Ω (d × P)
 /// into d_omega when it is non-null. a, b: the target kernel T_ij = a[c_i = c_j] + b.
 template <class Map, class Ops = scalar_ops>
-double alignment_energy(const feature_params& p, index_t d, index_t m, const double* bias,
+double alignment_energy(const map_params_t<Map>& p, index_t d, index_t m, const double* bias,
                         const double* x, const int* labels, index_t n, index_t C, double a, double b,
                         const double* U, const double* phi, double* d_omega) {
     const index_t P = Map::projection_dim(m), F = Map::feature_dim(m);

@@ -1,35 +1,13 @@
 // kattn/samplers/detail/coupling.hpp — RealNVP affine coupling layers, batched over rows.
 //
-// Layer with binary mask b ∈ {0,1}^D (b_j = 1: passed through and conditioned on):
-//   x_m = b ⊙ x
-//   s = σ(ŝ),  ŝ = W2ˢ relu(W1ˢ x_m + b1ˢ) + b2ˢ,   σ(a) = a, or α·tanh(a) when α > 0
-//   t =        W2ᵗ relu(W1ᵗ x_m + b1ᵗ) + b2ᵗ
-//   forward  y_j = x_j                    (b_j = 1)      log|det ∂y/∂x| = Σ_{b_j=0} s_j
-//            y_j = x_j·exp(s_j) + t_j     (b_j = 0)
-//   inverse  x_j = (y_j − t_j)·exp(−s_j)  (b_j = 0)      (b⊙y = b⊙x, so s, t are known)
-//
-// Parameters of a layer, flat and in this order (PyTorch Linear layout: weight [out, in]):
-//   s: W1 [H, D], b1 [H], W2 [D, H], b2 [D];   then t: the same.
-//
-// Every layer runs over all n rows at once as matrix products (detail::gemm, the
-// register-blocked kernel of linalg/gemm.hpp). Only the Dp columns with b_j = 1
-// feed the nets (the others of x_m are 0) and only the Dm columns with b_j = 0 of ŝ and t
-// are used, so the products run on compressed operands: with Xc [n, Dp] = the b_j = 1
-// columns of X,
-//   Hpre = Xc·W1cᵀ + [b1ˢ b1ᵗ]   [n, 2H]   (both nets in one product; W1c = W1ˢ, W1ᵗ
-//                                            stacked [2H, Dp], passed as a transposed copy)
-//   R = relu(Hpre);  Ŝ = R_s·W2cˢᵀ + b2cˢ,  T = R_t·W2cᵗᵀ + b2cᵗ   [n, Dm]   (W2c: the
-//                                            b_j = 0 rows of W2, passed transposed)
-// then the elementwise coupling. Backward, per net with gO = ∂L/∂(Ŝ or T) [n, Dm]:
-//   gW2c += gOᵀ·R,  gR = gO·W2c,  gHpre = gR ⊙ [Hpre > 0],  gW1c += gHpreᵀ·Xc (both nets),
-//   ∂L/∂Xc = gHpre·W1c (both nets),  gb1 += Σ_rows gHpre,  gb2 += Σ_rows gO;
-// the entries that get no gradient (W1 columns of the b_j = 0 inputs, which see 0; W2 rows
-// and b2 entries of the unused b_j = 1 outputs) are left untouched.
-// Each product is one gemm call; weights are gathered into the needed layouts once per
-// layer and pass (O(HD), against the O(nHD) products). Activations are computed in T
-// (float or double); backward runs in double. Every output element is a fixed-order sum,
-// so results are deterministic and each row's values do not depend on n or on the other
-// rows. coupling_stack_run / coupling_stack_backward chain K layers over a batch of rows.
+// Layer with mask b (b_j = 1: passed through and conditioned on), s = ŝ or α·tanh(ŝ):
+//   y = b⊙x + (1−b)⊙(x⊙exp(s(b⊙x)) + t(b⊙x)),   log|det ∂y/∂x| = Σ_{b_j=0} s_j,
+// s and t Linear–ReLU–Linear nets. Parameters, flat per layer (coupling_layout): the s net,
+// then the t net, each W1 [H, D], b1 [H], W2 [D, H], b2 [D] (PyTorch Linear layout).
+// coupling_layer_run / coupling_layer_backward (one layer, forward or inverse) and
+// coupling_stack_run / coupling_stack_backward (K layers) run over all n rows as gemm calls
+// on compressed operands; forward in T, backward in double; fixed-order sums, so a row's
+// result does not depend on the other rows. Details: docs/samplers.md §2 (realnvp).
 #pragma once
 
 #include <algorithm>

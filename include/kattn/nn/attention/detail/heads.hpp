@@ -29,6 +29,7 @@
 
 #include "../../../attention/options.hpp"
 #include "../../../core/random.hpp"
+#include "../../../features/omega_layout.hpp"
 #include "../../../samplers/orthogonal_gaussian.hpp"
 #include "../../detail/seed.hpp"
 #include "../../tensor.hpp"
@@ -96,11 +97,7 @@ template <class T>
 xt::xtensor<T, 2> pairs_to_omega(const xt::xtensor<double, 2>& w, index_t d) {
     const index_t m = index_t(w.shape()[0]);
     xt::xtensor<T, 2> om = xt::xtensor<T, 2>::from_shape({std::size_t(d), std::size_t(2 * m)});
-    for (index_t k = 0; k < m; ++k)
-        for (index_t i = 0; i < d; ++i) {
-            om(i, k) = T(w(k, i));
-            om(i, m + k) = T(w(k, d + i));
-        }
+    kattn::detail::frequencies_to_omega<true>(d, m, w.data(), om.data());
     return om;
 }
 
@@ -108,11 +105,7 @@ template <class T>
 xt::xtensor<double, 2> omega_to_pairs(const xt::xtensor<T, 2>& d_omega) {
     const index_t d = index_t(d_omega.shape()[0]), m = index_t(d_omega.shape()[1]) / 2;
     xt::xtensor<double, 2> dw = xt::xtensor<double, 2>::from_shape({std::size_t(m), std::size_t(2 * d)});
-    for (index_t k = 0; k < m; ++k)
-        for (index_t i = 0; i < d; ++i) {
-            dw(k, i) = double(d_omega(i, k));
-            dw(k, d + i) = double(d_omega(i, m + k));
-        }
+    kattn::detail::omega_to_frequencies<true>(d, m, d_omega.data(), dw.data());
     return dw;
 }
 
