@@ -13,11 +13,7 @@
 
 #include "config.hpp"
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics when
-// the element functions here are inlined on xsimd batches (GCC PR 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 namespace kattn::math {
 
@@ -66,4 +62,4 @@ template <class V> KATTN_HD V sigmoid(V x) {
 
 }  // namespace kattn::math
 
-#pragma GCC diagnostic pop
+#include "warnings_pop.hpp"

@@ -5,11 +5,7 @@
 // expm1, log1p (no scalar libm calls in the vector body).
 #pragma once
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
-// they are inlined here (GCC PR 105593); silence them for this header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 
 #include <xsimd/xsimd.hpp>
@@ -37,4 +33,4 @@ struct vec_math<xsimd::batch<T, A>> {
 
 }  // namespace kattn::math
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

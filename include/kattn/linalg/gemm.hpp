@@ -10,11 +10,7 @@
 // and thread count.
 #pragma once
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
-// they are inlined here (GCC PR 105593); silence them for this header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 
 #include <xsimd/xsimd.hpp>
@@ -136,4 +132,4 @@ using gemm_of = detected_or_t<scalar_gemm, gemm_member, P>;
 
 }  // namespace kattn::detail
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

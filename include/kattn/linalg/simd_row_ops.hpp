@@ -7,11 +7,7 @@
 // depend on the thread count.
 #pragma once
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
-// they are inlined here (GCC PR 105593); silence them for this header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 
 #include <xsimd/xsimd.hpp>
@@ -74,4 +70,4 @@ struct simd_ops {
 
 }  // namespace kattn::detail
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

@@ -13,11 +13,7 @@
 // learning rate between steps (schedules: warm-up, cosine decay).
 #pragma once
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
-// they are inlined here (GCC PR 105593); silence them for this header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 #include <algorithm>
 #include <cmath>
@@ -153,4 +149,4 @@ private:
 
 }  // namespace kattn::optim
 
-#pragma GCC diagnostic pop
+#include "../core/warnings_pop.hpp"

@@ -26,12 +26,7 @@
 #define KATTN_SOFTMAX_USE_XSIMD 0
 #endif
 
-// GCC 12's AVX-512 intrinsics (_mm512_undefined_*) trigger false -Wmaybe-uninitialized
-// warnings once inlined into the kernels below (GCC PR 105593); silence them here only.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+#include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 namespace kattn::detail::softmax {
 
@@ -345,6 +340,4 @@ void backward(const problem<T>& p, const T* dout, const T* out, const T* lse, T*
 }  // namespace kattn::detail::softmax
 
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include "../../core/warnings_pop.hpp"

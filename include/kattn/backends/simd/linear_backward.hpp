@@ -9,11 +9,7 @@
 // ∂V. ∂Ω and ∂b are reduced over (head, segment) partials in a fixed order.
 #pragma once
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
-// they are inlined here (GCC PR 105593); silence them for this header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 
 #include <vector>
@@ -369,4 +365,4 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
 
 }  // namespace kattn::detail::simd_impl
 
-#pragma GCC diagnostic pop
+#include "../../core/warnings_pop.hpp"

@@ -8,11 +8,7 @@
 // segments whose partial states are combined in order (results independent of threads).
 #pragma once
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
-// they are inlined here (GCC PR 105593); silence them for this header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 
 #include <limits>
@@ -249,4 +245,4 @@ void linear_forward(const attention_problem<Map, T>& pb, T* out) {
 
 }  // namespace kattn::detail::simd_impl
 
-#pragma GCC diagnostic pop
+#include "../../core/warnings_pop.hpp"

@@ -7,11 +7,7 @@
 // the one with the smaller C by e^{C_small − C_large} ≤ 1 (never overflows).
 #pragma once
 
-// GCC 12 reports false -W(maybe-)uninitialized warnings inside its AVX-512 intrinsics once
-// they are inlined here (GCC PR 105593); silence them for this header only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 
 #include <algorithm>
@@ -157,4 +153,4 @@ inline index_t segments_for(index_t problems, index_t length) {
 
 }  // namespace kattn::detail::simd_impl
 
-#pragma GCC diagnostic pop
+#include "../../core/warnings_pop.hpp"
