@@ -73,12 +73,12 @@ using tensor4 = xt::xtensor<float, 4>;
 struct options {
     std::vector<long> lengths{256, 1024, 4096, 16384, 65536};
     std::vector<long> ds{64}, ms{256};
-    std::vector<int> thread_counts{0};  // 0 = all
+    std::vector<int> thread_counts{0};                    // 0 = all
     long d = 64, dv = 64, m = 256, heads = 8, batch = 1;  // the current (d, m) of the sweep
     long dv_fixed = 0;                                    // --dv; 0: dv = d
     int threads = 0;                                      // the current thread count
     int repeats = 5;
-    double budget = 120.0;  // seconds per (op, map, causal, pass, L) case, warm-up included
+    double budget = 120.0;      // seconds per (op, map, causal, pass, L) case, warm-up included
     double softmax_budget = 0;  // 0: same as budget
     long reference_max_L = 4096;
     long softmax_max_L = 16384;
@@ -145,7 +145,8 @@ std::string cpu_flags_summary() {
         if (line.rfind("flags", 0) == 0) {
             std::string out;
             for (const char* fl : {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16"})
-                if (line.find(std::string(" ") + fl) != std::string::npos) out += (out.empty() ? "" : " ") + std::string(fl);
+                if (line.find(std::string(" ") + fl) != std::string::npos)
+                    out += (out.empty() ? "" : " ") + std::string(fl);
             return out;
         }
     return "";
@@ -357,8 +358,8 @@ public:
                 continue;
             }
             // Estimate one run from the last measured softmax rate of this (pass, causal).
-            const auto key = std::string(pass) + (causal ? "c" : "n") + std::to_string(threads()) + "/" +
-                             std::to_string(o_.d);
+            const auto key =
+                std::string(pass) + (causal ? "c" : "n") + std::to_string(threads()) + "/" + std::to_string(o_.d);
             const double rate = softmax_rate_.count(key) ? softmax_rate_[key] : 5e9;
             const double est = r.flops / rate;
             const double budget = o_.softmax_budget > 0 ? o_.softmax_budget : o_.budget;
@@ -410,8 +411,10 @@ public:
             std::snprintf(sec, sizeof sec, "%.3e", r.seconds);
             std::snprintf(gf, sizeof gf, "%.1f", r.gflops);
             std::snprintf(fr, sizeof fr, "%.1f%%", 100.0 * r.sgemm_fraction);
-            if (std::isnan(r.tokens_per_s)) std::snprintf(tok, sizeof tok, "-");
-            else std::snprintf(tok, sizeof tok, "%.3e", r.tokens_per_s);
+            if (std::isnan(r.tokens_per_s))
+                std::snprintf(tok, sizeof tok, "-");
+            else
+                std::snprintf(tok, sizeof tok, "%.3e", r.tokens_per_s);
         }
         std::printf("%-15s %-23s %-6s %-16s %6ld %4ld %4ld %5ld %3d %3d %11s %9s %7s %11s %7.0fMB  %s\n", r.op.c_str(),
                     r.map.c_str(), r.causal ? "yes" : "no", r.pass.c_str(), r.L, r.d, r.m, r.heads, r.threads,
@@ -431,8 +434,10 @@ using linear_fn = void (*)(bench&, const std::string&, const std::string&, const
 template <class Map>
 void run_map(bench& b, const std::string& op, const std::string& name, const inputs& in, long L, bool causal,
              bool reference) {
-    if (reference) b.linear<Map, kattn::backends::reference>(op, name, in, L, causal);
-    else b.linear<Map, kattn::backends::simd>(op, name, in, L, causal);
+    if (reference)
+        b.linear<Map, kattn::backends::reference>(op, name, in, L, causal);
+    else
+        b.linear<Map, kattn::backends::simd>(op, name, in, L, causal);
 }
 
 /// --maps name -> (name recorded in the results, runner).
@@ -452,16 +457,31 @@ const std::map<std::string, std::pair<std::string, linear_fn>>& map_table() {
 }
 
 nlohmann::json to_json(const record& r) {
-    auto num = [](double x) -> nlohmann::json { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    auto num = [](double x) -> nlohmann::json {
+        return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+    };
     nlohmann::json j{
-        {"op", r.op},           {"map", r.map},         {"causal", r.causal},
-        {"pass", r.pass},       {"L", r.L},             {"d", r.d},
-        {"dv", r.dv},           {"m", r.m},             {"heads", r.heads},
-        {"batch", r.batch},     {"threads", r.threads}, {"repeats", r.repeats},
-        {"seconds", num(r.seconds)}, {"flops", num(r.flops)}, {"gflops", num(r.gflops)},
-        {"sgemm_fraction", num(r.sgemm_fraction)},      {"tokens_per_s", num(r.tokens_per_s)},
-        {"peak_rss_bytes", r.peak_rss_bytes},           {"rss_before_bytes", r.rss_before_bytes},
-        {"peak_rss_is_per_case", r.rss_is_case_peak},  {"skipped", r.skipped},
+        {"op", r.op},
+        {"map", r.map},
+        {"causal", r.causal},
+        {"pass", r.pass},
+        {"L", r.L},
+        {"d", r.d},
+        {"dv", r.dv},
+        {"m", r.m},
+        {"heads", r.heads},
+        {"batch", r.batch},
+        {"threads", r.threads},
+        {"repeats", r.repeats},
+        {"seconds", num(r.seconds)},
+        {"flops", num(r.flops)},
+        {"gflops", num(r.gflops)},
+        {"sgemm_fraction", num(r.sgemm_fraction)},
+        {"tokens_per_s", num(r.tokens_per_s)},
+        {"peak_rss_bytes", r.peak_rss_bytes},
+        {"rss_before_bytes", r.rss_before_bytes},
+        {"peak_rss_is_per_case", r.rss_is_case_peak},
+        {"skipped", r.skipped},
         {"note", r.note},
     };
     if (r.op == "sgemm") j["sgemm_shape"] = {r.sgemm_M, r.sgemm_N, r.sgemm_K};
@@ -550,14 +570,16 @@ int main(int argc, char** argv) {
     }
 
     const std::string cpu = cpu_model(), date = utc_now();
-    std::printf("# kattn bench_attention  %s\n# cpu: %s [%s], %d logical CPUs, simd arch: %s\n# compiler: %s\n"
-                "# openblas: %s\n",
-                date.c_str(), cpu.c_str(), cpu_flags_summary().c_str(), omp_get_num_procs(), xsimd::default_arch::name(),
-                compiler().c_str(), openblas_get_config());
+    std::printf(
+        "# kattn bench_attention  %s\n# cpu: %s [%s], %d logical CPUs, simd arch: %s\n# compiler: %s\n"
+        "# openblas: %s\n",
+        date.c_str(), cpu.c_str(), cpu_flags_summary().c_str(), omp_get_num_procs(), xsimd::default_arch::name(),
+        compiler().c_str(), openblas_get_config());
     std::printf("# B=%ld H=%ld float; median of %d after 1 warm-up; budget %.0f s/case\n", o.batch, o.heads, o.repeats,
                 o.budget);
-    std::printf("# forward_backward = one backward() call (recomputes the forward, then the backward); FLOPs credited = "
-                "3x forward\n\n");
+    std::printf(
+        "# forward_backward = one backward() call (recomputes the forward, then the backward); FLOPs credited = "
+        "3x forward\n\n");
 
     bench b(o);
     bench::print_header();
@@ -614,9 +636,10 @@ int main(int argc, char** argv) {
         }
         ceilings[std::to_string(threads)] = ceiling;
         end_ceilings[std::to_string(threads)] = {start, end};
-        std::printf("# SGEMM ceiling, %d threads: %.1f GFLOP/s (before the cases %.1f, after %.1f); %%SGEMM of the "
-                    "rows above is printed against the first, stored against the better\n",
-                    threads, ceiling, start, end);
+        std::printf(
+            "# SGEMM ceiling, %d threads: %.1f GFLOP/s (before the cases %.1f, after %.1f); %%SGEMM of the "
+            "rows above is printed against the first, stored against the better\n",
+            threads, ceiling, start, end);
     }
 
     // Crossover: smallest measured L at which kattn (simd, first map) is faster than softmax,
@@ -641,8 +664,8 @@ int main(int argc, char** argv) {
                             if (lin && sm) ratio.emplace_back(L, lin->seconds / sm->seconds);
                         }
                         if (ratio.empty()) continue;
-                        nlohmann::json c{{"causal", causal}, {"pass", pass}, {"map", first_map},
-                                         {"threads", threads}, {"d", d},    {"m", m}};
+                        nlohmann::json c{{"causal", causal},   {"pass", pass}, {"map", first_map},
+                                         {"threads", threads}, {"d", d},       {"m", m}};
                         std::string text = "not reached in the measured lengths";
                         for (std::size_t i = 0; i < ratio.size(); ++i)
                             if (ratio[i].second < 1) {
@@ -680,10 +703,18 @@ int main(int argc, char** argv) {
         j["commit"] = o.commit;
         std::vector<std::string> map_names;
         for (const auto& mp : o.maps) map_names.push_back(map_table().at(mp).first);
-        j["config"] = {{"lengths", o.lengths},        {"d", o.ds},           {"dv", o.dv_fixed ? nlohmann::json(o.dv_fixed) : nlohmann::json("d")},
-                       {"m", o.ms},                   {"heads", o.heads},    {"batch", o.batch},
-                       {"threads", o.thread_counts},  {"repeats", o.repeats}, {"budget_s", o.budget},
-                       {"maps", map_names},           {"quick", o.quick},    {"seed", o.seed}};
+        j["config"] = {{"lengths", o.lengths},
+                       {"d", o.ds},
+                       {"dv", o.dv_fixed ? nlohmann::json(o.dv_fixed) : nlohmann::json("d")},
+                       {"m", o.ms},
+                       {"heads", o.heads},
+                       {"batch", o.batch},
+                       {"threads", o.thread_counts},
+                       {"repeats", o.repeats},
+                       {"budget_s", o.budget},
+                       {"maps", map_names},
+                       {"quick", o.quick},
+                       {"seed", o.seed}};
         j["sgemm_ceiling_gflops"] = ceilings;
         j["sgemm_ceiling_start_end_gflops"] = end_ceilings;
         j["crossovers"] = crossovers;

@@ -88,7 +88,13 @@ struct config {
 const std::vector<config>& config_table() {
     static const std::vector<config> t{
         {.name = "fashion", .images = true, .batch = 128, .length = 16, .dim = 64, .heads = 4, .classes = 10},
-        {.name = "sst2", .images = false, .batch = 64, .length = 32, .dim = 128, .heads = 2, .classes = 2,
+        {.name = "sst2",
+         .images = false,
+         .batch = 64,
+         .length = 32,
+         .dim = 128,
+         .heads = 2,
+         .classes = 2,
          .vocab = 15000},
     };
     return t;
@@ -174,9 +180,10 @@ result time_steps(Model& model, const nn::batch& b, const options& o) {
 template <class Input>
 result run_model(const std::string& name, const config& c, Input input, const nn::batch& b, const options& o) {
     const std::uint64_t seed = o.seed;
-    const nn::classifier_config cfg{.encoder = {.dim = c.dim, .layers = c.layers, .ffn_hidden = c.ffn,
-                                                .dropout = c.dropout, .seed = seed},
-                                    .classes = c.classes, .seed = seed};
+    const nn::classifier_config cfg{
+        .encoder = {.dim = c.dim, .layers = c.layers, .ffn_hidden = c.ffn, .dropout = c.dropout, .seed = seed},
+        .classes = c.classes,
+        .seed = seed};
     auto layer_seed = [seed](index_t l) { return seed * 1000 + 17 * std::uint64_t(l) + 1; };
     auto build = [&](auto make_attention) {
         using A = decltype(make_attention(index_t(0)));
@@ -189,9 +196,16 @@ result run_model(const std::string& name, const config& c, Input input, const nn
         });
     if (name == "fska")
         return build([&](index_t l) {
-            return nn::fska_attention<float>({.dim = c.dim, .heads = c.heads, .num_pairs = 64, .flow_layers = 3,
-                                              .flow_hidden = 0, .ngsm_components = 10, .kl_weight = 1e-3,
-                                              .kl_samples = 64, .positive = true, .scale = 1.0,
+            return nn::fska_attention<float>({.dim = c.dim,
+                                              .heads = c.heads,
+                                              .num_pairs = 64,
+                                              .flow_layers = 3,
+                                              .flow_hidden = 0,
+                                              .ngsm_components = 10,
+                                              .kl_weight = 1e-3,
+                                              .kl_samples = 64,
+                                              .positive = true,
+                                              .scale = 1.0,
                                               .seed = layer_seed(l)});
         });
     if (name == "performer")
@@ -204,12 +218,12 @@ result run_model(const std::string& name, const config& c, Input input, const nn
 result run_case(const std::string& model, const config& c, const options& o) {
     const nn::batch b = random_batch(c, o.seed);
     if (c.images)
-        return run_model(model, c,
-                         nn::patch_input<float>({.patch_height = 7, .patch_width = 7, .dim = c.dim, .seed = o.seed + 7}),
-                         b, o);
-    return run_model(model, c,
-                     nn::token_input<float>({.vocab = c.vocab, .dim = c.dim, .max_length = c.length, .seed = o.seed + 7}),
-                     b, o);
+        return run_model(
+            model, c, nn::patch_input<float>({.patch_height = 7, .patch_width = 7, .dim = c.dim, .seed = o.seed + 7}),
+            b, o);
+    return run_model(
+        model, c, nn::token_input<float>({.vocab = c.vocab, .dim = c.dim, .max_length = c.length, .seed = o.seed + 7}),
+        b, o);
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -273,8 +287,8 @@ int main(int argc, char** argv) {
     }
     std::vector<config> cfgs;
     for (const auto& n : o.configs) {
-        const auto it = std::find_if(config_table().begin(), config_table().end(),
-                                     [&](const config& c) { return c.name == n; });
+        const auto it =
+            std::find_if(config_table().begin(), config_table().end(), [&](const config& c) { return c.name == n; });
         if (it == config_table().end()) return std::cerr << "bench_encoder: unknown config '" << n << "'\n", 2;
         cfgs.push_back(*it);
     }
@@ -283,8 +297,8 @@ int main(int argc, char** argv) {
                 omp_get_num_procs());
     std::printf("# one nn::trainer step (forward, CE, backward, KL, clip, AdamW); median of %d after %d warm-up\n\n",
                 o.repeats, o.warmup);
-    std::printf("%-8s %-12s %7s %9s %12s %12s %12s %10s\n", "config", "model", "threads", "params", "step_ms",
-                "min_ms", "tokens/s", "loss0");
+    std::printf("%-8s %-12s %7s %9s %12s %12s %12s %10s\n", "config", "model", "threads", "params", "step_ms", "min_ms",
+                "tokens/s", "loss0");
     nlohmann::json out = nlohmann::json::array();
     for (int threads : o.threads) {
         omp_set_num_threads(threads);
@@ -329,12 +343,8 @@ int main(int argc, char** argv) {
     if (!o.json_file.empty()) {
         std::ofstream f(o.json_file);
         if (!f) return std::cerr << "bench_encoder: cannot write '" << o.json_file << "'\n", 2;
-        const nlohmann::json doc{{"impl", "kattn"},
-                                 {"cpu", cpu_model()},
-                                 {"date", utc_now()},
-                                 {"warmup", o.warmup},
-                                 {"repeats", o.repeats},
-                                 {"records", out}};
+        const nlohmann::json doc{{"impl", "kattn"},    {"cpu", cpu_model()},   {"date", utc_now()},
+                                 {"warmup", o.warmup}, {"repeats", o.repeats}, {"records", out}};
         f << doc.dump(2) << "\n";
     }
     return 0;

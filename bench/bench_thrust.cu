@@ -65,13 +65,20 @@ options parse(int argc, char** argv) {
         if (a == "--L") {
             o.L.clear();
             for (const auto& t : split(next())) o.L.push_back(std::stol(t));
-        } else if (a == "--heads") o.heads = std::stol(next());
-        else if (a == "--d") o.d = std::stol(next());
-        else if (a == "--m") o.m = std::stol(next());
-        else if (a == "--repeats") o.repeats = std::max(1L, std::stol(next()));
-        else if (a == "--work") o.work = split(next());
-        else if (a == "--budget") o.budget = std::stod(next());
-        else if (a == "--json") o.json = next();
+        } else if (a == "--heads")
+            o.heads = std::stol(next());
+        else if (a == "--d")
+            o.d = std::stol(next());
+        else if (a == "--m")
+            o.m = std::stol(next());
+        else if (a == "--repeats")
+            o.repeats = std::max(1L, std::stol(next()));
+        else if (a == "--work")
+            o.work = split(next());
+        else if (a == "--budget")
+            o.budget = std::stod(next());
+        else if (a == "--json")
+            o.json = next();
         else {
             std::fprintf(stderr,
                          "usage: bench_thrust [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
@@ -127,7 +134,8 @@ double median_time(F&& f, long repeats, long& done) {
 template <class Work>
 void run_work(const options& o, const char* wname, clock_type::time_point start, std::vector<result>& out) {
     using backend = kattn::backends::thrust<kattn::backends::thrust<>::policy_type, Work>;
-    using attn_t = kattn::linear_attention<kattn::features::favor, kattn::samplers::orthogonal_gaussian, backend, float>;
+    using attn_t =
+        kattn::linear_attention<kattn::features::favor, kattn::samplers::orthogonal_gaussian, backend, float>;
     const attn_t attn(kattn::attention_config{.head_dim = o.d, .value_dim = o.d, .num_features = o.m, .seed = 1});
     const double P = double(o.m), F = double(attn.feature_dim()), d = double(o.d), dv = double(o.d);
     for (long L : o.L) {
@@ -158,7 +166,8 @@ void run_work(const options& o, const char* wname, clock_type::time_point start,
                 else
                     r.seconds = median_time(
                         [&] {
-                            const auto g = causal ? attn.backward(q, k, v, G, kattn::causal) : attn.backward(q, k, v, G);
+                            const auto g =
+                                causal ? attn.backward(q, k, v, G, kattn::causal) : attn.backward(q, k, v, G);
                             (void)g;
                         },
                         o.repeats, done);
@@ -189,9 +198,12 @@ int main(int argc, char** argv) {
     const auto start = clock_type::now();
     std::vector<result> res;
     for (const auto& w : o.work) {
-        if (w == "float") run_work<float>(o, "float", start, res);
-        else if (w == "double") run_work<double>(o, "double", start, res);
-        else std::fprintf(stderr, "bench_thrust: unknown --work %s (float, double)\n", w.c_str());
+        if (w == "float")
+            run_work<float>(o, "float", start, res);
+        else if (w == "double")
+            run_work<double>(o, "double", start, res);
+        else
+            std::fprintf(stderr, "bench_thrust: unknown --work %s (float, double)\n", w.c_str());
     }
     if (!o.json.empty()) {
         std::ofstream js(o.json);
@@ -200,9 +212,10 @@ int main(int argc, char** argv) {
            << ",\n  \"m\": " << o.m << ",\n  \"includes_transfers\": true,\n  \"results\": [\n";
         for (std::size_t i = 0; i < res.size(); ++i) {
             const auto& r = res[i];
-            js << "    {\"work\": \"" << r.work << "\", \"pass\": \"" << r.pass << "\", \"causal\": "
-               << (r.causal ? "true" : "false") << ", \"L\": " << r.L << ", \"skipped\": " << (r.skipped ? "true" : "false")
-               << ", \"seconds\": " << r.seconds << ", \"gflops\": " << r.gflops << ", \"repeats\": " << r.repeats
+            js << "    {\"work\": \"" << r.work << "\", \"pass\": \"" << r.pass
+               << "\", \"causal\": " << (r.causal ? "true" : "false") << ", \"L\": " << r.L
+               << ", \"skipped\": " << (r.skipped ? "true" : "false") << ", \"seconds\": " << r.seconds
+               << ", \"gflops\": " << r.gflops << ", \"repeats\": " << r.repeats
                << ", \"transfer_mb\": " << r.transfer_mb << "}" << (i + 1 < res.size() ? "," : "") << "\n";
         }
         js << "  ]\n}\n";

@@ -97,8 +97,8 @@ int main() {
     mat q[2], k[2];
     for (int c = 0; c < 2; ++c) q[c] = inputs(0, sds[c]), k[c] = inputs(1, sds[c]);
 
-    std::printf("d = %td, num_features = %td (m = %td pairs), L = %td, independent q and k, seed 42\n", d,
-                num_features, num_features / 2, L);
+    std::printf("d = %td, num_features = %td (m = %td pairs), L = %td, independent q and k, seed 42\n", d, num_features,
+                num_features / 2, L);
     std::printf("mean over query rows of H/log L (1 = uniform) and of max_j A_ij / min_j A_ij\n\n");
     std::printf("%-34s | %-23s | %-23s\n", "", "x ~ N(0, 1/d) (scaled)", "x ~ N(0, 1) (unscaled)");
     std::printf("%-34s | %10s %12s | %10s %12s\n", "map", "H/log L", "max/min", "H/log L", "max/min");

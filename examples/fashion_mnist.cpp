@@ -75,26 +75,30 @@ int main(int argc, char** argv) {
             std::vector<index_t> t(2000);
             std::iota(t.begin(), t.end(), index_t(0));
             return t;
-        }()) : data.test;
+        }())
+                                       : data.test;
 
         index_t ph = 7, pw = 7;
-        if (patch == "rows") ph = 1, pw = 28;
+        if (patch == "rows")
+            ph = 1, pw = 28;
         else if (std::sscanf(patch.c_str(), "%ldx%ld", &ph, &pw) != 2)
             throw kattn::error("kattn: argument '--patch': expected HxW or 'rows', got '" + patch + "'");
 
-        std::vector<std::string> models{"transformer", "transformer-noqkv", "uniform",   "fska",
-                                        "fska-s4",     "fska-signed",       "fska-learnable-v",
-                                        "performer",   "kernel-softplus"};
+        std::vector<std::string> models{"transformer", "transformer-noqkv", "uniform",   "fska",           "fska-s4",
+                                        "fska-signed", "fska-learnable-v",  "performer", "kernel-softplus"};
         if (!models_arg.empty()) models = experiment::split_list(models_arg);
-        nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs : quick ? 2 : 10,
+        nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs
+                                          : quick    ? 2
+                                                     : 10,
                                 .batch_size = batch,
                                 .lr = lr,
                                 .weight_decay = 1e-4,
                                 .warmup_fraction = 0.05,
                                 .clip = 1.0};
-        std::printf("Fashion-MNIST: %ld train / %ld dev / %ld test images, %s patches, d = %ld, %ld heads, %ld epochs\n",
-                    long(train.size()), long(dev.size()), long(test.size()), patch.c_str(), long(mo.dim),
-                    long(mo.heads), long(tcfg.epochs));
+        std::printf(
+            "Fashion-MNIST: %ld train / %ld dev / %ld test images, %s patches, d = %ld, %ld heads, %ld epochs\n",
+            long(train.size()), long(dev.size()), long(test.size()), patch.c_str(), long(mo.dim), long(mo.heads),
+            long(tcfg.epochs));
         const std::function<nn::patch_input<float>(std::uint64_t)> make_input = [&](std::uint64_t seed) {
             return nn::patch_input<float>({.patch_height = ph, .patch_width = pw, .dim = mo.dim, .seed = seed + 7});
         };

@@ -300,7 +300,8 @@ int main(int argc, char** argv) {
     app.add_option("--p", s.p, "input dimension (>= 5)")->check(CLI::Range(5, 1000));
     app.add_option("--n-train", s.n_train, "training points")->check(CLI::Range(10, 100000));
     app.add_option("--n-test", s.n_test, "test points")->check(CLI::Range(10, 100000));
-    app.add_option("--features", s.features, "feature budget D (even; m = D/2 frequencies)")->check(CLI::Range(2, 100000));
+    app.add_option("--features", s.features, "feature budget D (even; m = D/2 frequencies)")
+        ->check(CLI::Range(2, 100000));
     app.add_option("--seeds", s.seeds, "trials per noise level")->check(CLI::Range(1, 1000));
     app.add_option("--noise-min", s.noise_min, "smallest input-noise sd")->check(CLI::PositiveNumber);
     app.add_option("--noise-max", s.noise_max, "largest input-noise sd")->check(CLI::PositiveNumber);
@@ -331,15 +332,17 @@ int main(int argc, char** argv) {
 
     std::vector<double> sigmas(s.noise_points);
     for (int i = 0; i < s.noise_points; ++i)
-        sigmas[i] = s.noise_points == 1 ? s.noise_min
-                                        : s.noise_min * std::pow(s.noise_max / s.noise_min, double(i) / (s.noise_points - 1));
+        sigmas[i] = s.noise_points == 1
+                        ? s.noise_min
+                        : s.noise_min * std::pow(s.noise_max / s.noise_min, double(i) / (s.noise_points - 1));
     const dataset data = make_data(s);
     std::printf("synthetic F.1: p = %ld, n_train = %ld, n_test = %ld, D = %ld (m = %ld frequencies), %ld seeds\n",
                 long(s.p), long(s.n_train), long(s.n_test), long(s.features), long(s.features / 2), long(s.seeds));
-    std::printf("langevin: eta = %g, beta = %g, lambda in {0, %g}, log repulsion eps = %g, R = %g, clip = %g, "
-                "cap %ld steps, window %ld, tol %g; ridge alpha = %g, gamma = %g\n",
-                s.eta, s.beta, s.lambda, s.softening, s.radius, s.clip, long(s.steps), long(s.window), s.tolerance,
-                s.alpha, s.gamma);
+    std::printf(
+        "langevin: eta = %g, beta = %g, lambda in {0, %g}, log repulsion eps = %g, R = %g, clip = %g, "
+        "cap %ld steps, window %ld, tol %g; ridge alpha = %g, gamma = %g\n",
+        s.eta, s.beta, s.lambda, s.softening, s.radius, s.clip, long(s.steps), long(s.window), s.tolerance, s.alpha,
+        s.gamma);
 
     const index_t jobs = index_t(sigmas.size()) * s.seeds;
     std::vector<std::vector<result>> res(jobs);
@@ -355,8 +358,9 @@ int main(int argc, char** argv) {
     csv << "method,sigma,seed,accuracy,f1,kta_train,mean_omega_norm,langevin_steps,converged,seconds\n";
     for (const auto& job : res)
         for (const auto& r : job)
-            csv << method_names[r.method] << ',' << r.sigma << ',' << r.seed << ',' << r.sc.accuracy << ','
-                << r.sc.f1 << ',' << r.kta << ',' << r.omega_norm << ',' << r.steps << ',' << int(r.converged) << ',' << r.seconds << '\n';
+            csv << method_names[r.method] << ',' << r.sigma << ',' << r.seed << ',' << r.sc.accuracy << ',' << r.sc.f1
+                << ',' << r.kta << ',' << r.omega_norm << ',' << r.steps << ',' << int(r.converged) << ',' << r.seconds
+                << '\n';
 
     nlohmann::json summary;
     std::printf("\n%-8s %-20s %-17s %-17s %-8s %-7s %-9s %s\n", "sigma", "method", "accuracy", "F1", "KTA", "|w|",
@@ -384,8 +388,8 @@ int main(int argc, char** argv) {
                 std::snprintf(stxt, sizeof stxt, "%.0f", mean(steps));
                 std::snprintf(ctxt, sizeof ctxt, "%.0f/%ld", conv, long(s.seeds));
             }
-            std::printf("%-8.3g %-20s %.4f ± %.4f   %.4f ± %.4f   %-8s %-7s %-9s %s\n", sigmas[si],
-                        method_names[mth], mean(acc), sd(acc), mean(f1), sd(f1), ktxt, wtxt, stxt, ctxt);
+            std::printf("%-8.3g %-20s %.4f ± %.4f   %.4f ± %.4f   %-8s %-7s %-9s %s\n", sigmas[si], method_names[mth],
+                        mean(acc), sd(acc), mean(f1), sd(f1), ktxt, wtxt, stxt, ctxt);
             summary["results"].push_back({{"sigma", sigmas[si]},
                                           {"method", method_names[mth]},
                                           {"accuracy_mean", mean(acc)},
@@ -396,11 +400,11 @@ int main(int argc, char** argv) {
     }
     std::printf("\n%ld jobs in %.1f s; per-run results in %s\n", long(jobs), total, s.csv.c_str());
     if (!s.json.empty()) {
-        summary["settings"] = {{"p", s.p},         {"n_train", s.n_train}, {"n_test", s.n_test},
-                               {"features", s.features}, {"seeds", s.seeds}, {"steps", s.steps},
-                               {"eta", s.eta},     {"beta", s.beta},       {"lambda", s.lambda},
-                               {"radius", s.radius}, {"clip", s.clip},     {"alpha", s.alpha},
-                               {"gamma", s.gamma}};
+        summary["settings"] = {
+            {"p", s.p},           {"n_train", s.n_train}, {"n_test", s.n_test}, {"features", s.features},
+            {"seeds", s.seeds},   {"steps", s.steps},     {"eta", s.eta},       {"beta", s.beta},
+            {"lambda", s.lambda}, {"radius", s.radius},   {"clip", s.clip},     {"alpha", s.alpha},
+            {"gamma", s.gamma}};
         std::ofstream(s.json) << summary.dump(2) << '\n';
     }
     return 0;

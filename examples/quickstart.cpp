@@ -6,7 +6,9 @@
 
 using tensor = xt::xtensor<float, 4>;
 
-double rel_error(const tensor& a, const tensor& b) { return std::sqrt(xt::sum(xt::square(a - b))() / xt::sum(xt::square(b))()); }
+double rel_error(const tensor& a, const tensor& b) {
+    return std::sqrt(xt::sum(xt::square(a - b))() / xt::sum(xt::square(b))());
+}
 
 template <class Map, class Sampler>  // the third axis, the backend, is simd (xsimd + OpenMP)
 double favor_error(const tensor& q, const tensor& k, const tensor& v, const tensor& exact, kattn::index_t m) {

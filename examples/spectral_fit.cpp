@@ -77,10 +77,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // ---- EM for a full-covariance Gaussian mixture ------------------------------------------
 
 struct em_fit {
-    std::vector<double> weights;               // [Q]
-    std::vector<std::vector<double>> means;    // [Q][D]
-    std::vector<std::vector<double>> cholesky; // [Q][D·D], row-major lower factors
-    std::vector<double> loglik;                // mean log-likelihood before each M-step
+    std::vector<double> weights;                // [Q]
+    std::vector<std::vector<double>> means;     // [Q][D]
+    std::vector<std::vector<double>> cholesky;  // [Q][D·D], row-major lower factors
+    std::vector<double> loglik;                 // mean log-likelihood before each M-step
 };
 
 /// Lower Cholesky factor of the D×D symmetric positive definite S (row-major), in place.
@@ -139,7 +139,8 @@ em_fit fit_em(const mat& x, index_t Q, index_t iters, std::uint64_t seed, double
     for (index_t n = 0; n < N; ++n)
         for (index_t i = 0; i < D; ++i)
             for (index_t j = 0; j < D; ++j)
-                cov[std::size_t(i * D + j)] += (x(n, i) - mean[std::size_t(i)]) * (x(n, j) - mean[std::size_t(j)]) / double(N);
+                cov[std::size_t(i * D + j)] +=
+                    (x(n, i) - mean[std::size_t(i)]) * (x(n, j) - mean[std::size_t(j)]) / double(N);
     cholesky_inplace(cov, D);
     f.cholesky.assign(std::size_t(Q), cov);
 
@@ -187,7 +188,8 @@ em_fit fit_em(const mat& x, index_t Q, index_t iters, std::uint64_t seed, double
                 const double r = resp[std::size_t(n * Q + q)];
                 for (index_t i = 0; i < D; ++i)
                     for (index_t j = 0; j <= i; ++j)
-                        S[std::size_t(i * D + j)] += r * (x(n, i) - mu[std::size_t(i)]) * (x(n, j) - mu[std::size_t(j)]);
+                        S[std::size_t(i * D + j)] +=
+                            r * (x(n, i) - mu[std::size_t(i)]) * (x(n, j) - mu[std::size_t(j)]);
             }
             for (index_t i = 0; i < D; ++i) {
                 for (index_t j = 0; j <= i; ++j) {
@@ -332,8 +334,8 @@ int main(int argc, char** argv) {
                 long(s.em_iters), em.loglik.front(), em.loglik.back(), t_em);
 
     // RealNVP by maximum likelihood.
-    const ks::realnvp_config fcfg{.dim = D, .layers = s.layers, .hidden = s.hidden, .scale_bound = s.scale_bound,
-                                  .seed = seed};
+    const ks::realnvp_config fcfg{
+        .dim = D, .layers = s.layers, .hidden = s.hidden, .scale_bound = s.scale_bound, .seed = seed};
     ks::realnvp flow_ml(fcfg);
     t0 = std::chrono::steady_clock::now();
     const auto ml_hist = flow_ml.fit(train, s.epochs, s.batch, kattn::optim::adam_config{.lr = s.lr}, seed);
@@ -354,16 +356,28 @@ int main(int argc, char** argv) {
     // Densities and NLLs.
     const index_t n_eval = s.n_test;
     std::vector<row> rows(5);
-    rows[0] = {"target (closed form)", mean_nll(target, test), 0.0, NAN, NAN, NAN,
-               index_t(0)};
+    rows[0] = {"target (closed form)", mean_nll(target, test), 0.0, NAN, NAN, NAN, index_t(0)};
     rows[1] = {"target (MC kernel)", NAN, NAN, NAN, NAN, NAN, 0};
-    rows[2] = {"gmm (EM)", mean_nll(gmm, test), reverse_kl(gmm, target, draw(gmm, D, n_eval, 1000 * seed + 3)), NAN,
-               NAN, t_em, index_t(s.components * (1 + D + D * (D + 1) / 2) - 1)};
-    rows[3] = {"flow (ML)", mean_nll(flow_ml, test),
-               reverse_kl(flow_ml, target, draw(flow_ml, D, n_eval, 1000 * seed + 4)), NAN, NAN, t_ml,
+    rows[2] = {"gmm (EM)",
+               mean_nll(gmm, test),
+               reverse_kl(gmm, target, draw(gmm, D, n_eval, 1000 * seed + 3)),
+               NAN,
+               NAN,
+               t_em,
+               index_t(s.components * (1 + D + D * (D + 1) / 2) - 1)};
+    rows[3] = {"flow (ML)",
+               mean_nll(flow_ml, test),
+               reverse_kl(flow_ml, target, draw(flow_ml, D, n_eval, 1000 * seed + 4)),
+               NAN,
+               NAN,
+               t_ml,
                flow_ml.num_params()};
-    rows[4] = {"flow (KL)", mean_nll(flow_kl, test),
-               reverse_kl(flow_kl, target, draw(flow_kl, D, n_eval, 1000 * seed + 5)), NAN, NAN, t_kl,
+    rows[4] = {"flow (KL)",
+               mean_nll(flow_kl, test),
+               reverse_kl(flow_kl, target, draw(flow_kl, D, n_eval, 1000 * seed + 5)),
+               NAN,
+               NAN,
+               t_kl,
                flow_kl.num_params()};
 
     // Kernel matrices on x ∈ [−xmax, xmax].
@@ -393,9 +407,8 @@ int main(int argc, char** argv) {
             for (index_t b = 0; b < s.grid; ++b) {
                 const double w[2] = {-s.wmax + 2 * s.wmax * double(a) / double(s.grid - 1),
                                      -s.wmax + 2 * s.wmax * double(b) / double(s.grid - 1)};
-                f << w[0] << ',' << w[1] << ',' << std::exp(target.log_prob(w)) << ','
-                  << std::exp(flow_ml.log_prob(w)) << ',' << std::exp(flow_kl.log_prob(w)) << ','
-                  << std::exp(gmm.log_prob(w)) << '\n';
+                f << w[0] << ',' << w[1] << ',' << std::exp(target.log_prob(w)) << ',' << std::exp(flow_ml.log_prob(w))
+                  << ',' << std::exp(flow_kl.log_prob(w)) << ',' << std::exp(gmm.log_prob(w)) << '\n';
             }
     }
     {
@@ -419,7 +432,8 @@ int main(int argc, char** argv) {
     {
         std::ofstream f(dir + "history.csv");
         f << "model,iteration,value\n";
-        for (std::size_t i = 0; i < em.loglik.size(); ++i) f << "gmm_em_mean_loglik," << i << ',' << em.loglik[i] << '\n';
+        for (std::size_t i = 0; i < em.loglik.size(); ++i)
+            f << "gmm_em_mean_loglik," << i << ',' << em.loglik[i] << '\n';
         for (std::size_t i = 0; i < ml_hist.size(); ++i) f << "flow_ml_train_nll," << i << ',' << ml_hist[i] << '\n';
         for (std::size_t i = 0; i < kl_hist.size(); ++i) f << "flow_kl_reverse_kl," << i << ',' << kl_hist[i] << '\n';
     }
@@ -432,9 +446,10 @@ int main(int argc, char** argv) {
               << r.kerr_large << ',' << s.pairs << ',' << s.pairs_large << ',' << r.params << ',' << r.seconds << '\n';
     }
 
-    std::printf("\nheld-out NLL on %ld target samples (nats); kernel error ||K - K_target||_F / ||K_target||_F on a "
-                "%ld-point grid x in [-%g, %g]\n",
-                long(s.n_test), long(s.xgrid), s.xmax, s.xmax);
+    std::printf(
+        "\nheld-out NLL on %ld target samples (nats); kernel error ||K - K_target||_F / ||K_target||_F on a "
+        "%ld-point grid x in [-%g, %g]\n",
+        long(s.n_test), long(s.xgrid), s.xmax, s.xmax);
     const std::string h1 = "K err m=" + std::to_string(s.pairs), h2 = "K err m=" + std::to_string(s.pairs_large);
     std::printf("%-22s %10s %9s %11s %14s %14s %8s %8s\n", "model", "NLL", "gap", "KL(q||p)", h1.c_str(), h2.c_str(),
                 "params", "train s");
@@ -450,9 +465,10 @@ int main(int argc, char** argv) {
                     fmt(r.kerr, "%.4f").c_str(), fmt(r.kerr_large, "%.4f").c_str(),
                     r.params ? std::to_string(r.params).c_str() : "-", fmt(r.seconds, "%.1f").c_str());
     }
-    std::printf("(K err m = %ld pairs: Monte Carlo through nonstationary features for the flows and the target's MC row; "
-                "closed form for the target and the GMM; large m = %ld pairs)\nwrote %s{density_grid,kernel_matrices,"
-                "samples,history,summary}.csv\n",
-                long(s.pairs), long(s.pairs_large), dir.c_str());
+    std::printf(
+        "(K err m = %ld pairs: Monte Carlo through nonstationary features for the flows and the target's MC row; "
+        "closed form for the target and the GMM; large m = %ld pairs)\nwrote %s{density_grid,kernel_matrices,"
+        "samples,history,summary}.csv\n",
+        long(s.pairs), long(s.pairs_large), dir.c_str());
     return 0;
 }

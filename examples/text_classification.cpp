@@ -62,15 +62,25 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     if (threads > 0) omp_set_num_threads(int(threads));
 
-    std::vector<std::string> models{"transformer",     "transformer-noqkv",       "fska",
-                                    "fska-learnable-v", "performer",              "vanilla-elu",
-                                    "kernel-elu",      "vanilla-softplus",        "kernel-softplus",
-                                    "vanilla-softmax_features", "kernel-softmax_features", "vanilla-favor",
+    std::vector<std::string> models{"transformer",
+                                    "transformer-noqkv",
+                                    "fska",
+                                    "fska-learnable-v",
+                                    "performer",
+                                    "vanilla-elu",
+                                    "kernel-elu",
+                                    "vanilla-softplus",
+                                    "kernel-softplus",
+                                    "vanilla-softmax_features",
+                                    "kernel-softmax_features",
+                                    "vanilla-favor",
                                     "kernel-favor"};
     if (!models_arg.empty()) models = experiment::split_list(models_arg);
     if (quick) mo.align_steps = std::min<index_t>(mo.align_steps, 50), mo.align_samples = 512;
     const index_t n_seeds = seeds_n > 0 ? seeds_n : quick ? 1 : 3;
-    const nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs : quick ? 2 : 10,
+    const nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs
+                                            : quick    ? 2
+                                                       : 10,
                                   .batch_size = batch,
                                   .lr = lr,
                                   .weight_decay = weight_decay,
@@ -82,7 +92,11 @@ int main(int argc, char** argv) {
     try {
         const auto seeds = experiment::seed_list(seed_list, n_seeds);
         for (const auto& ds : experiment::split_list(datasets_arg)) {
-            nn::text_options to{.max_length = max_length, .min_freq = min_freq, .limit_train = train_limit > 0 ? train_limit : quick ? 4000 : 0};
+            nn::text_options to{.max_length = max_length,
+                                .min_freq = min_freq,
+                                .limit_train = train_limit > 0 ? train_limit
+                                               : quick         ? 4000
+                                                               : 0};
             nn::text_splits data;
             std::string name;
             if (ds == "sst2") {
@@ -95,11 +109,12 @@ int main(int argc, char** argv) {
                 throw kattn::error("kattn: argument '--datasets': expected sst2 or rt, got '" + ds + "'");
             }
             std::printf("%s: %ld train / %ld dev / %ld test sentences, vocabulary %ld, max length %ld\n", name.c_str(),
-                        long(data.train.size()), long(data.dev.size()), long(data.test.size()),
-                        long(data.vocab.size()), long(max_length));
+                        long(data.train.size()), long(data.dev.size()), long(data.test.size()), long(data.vocab.size()),
+                        long(max_length));
             const index_t vocab = data.vocab.size();
             const std::function<nn::token_input<float>(std::uint64_t)> make_input = [&](std::uint64_t seed) {
-                return nn::token_input<float>({.vocab = vocab, .dim = mo.dim, .max_length = max_length, .seed = seed + 7});
+                return nn::token_input<float>(
+                    {.vocab = vocab, .dim = mo.dim, .max_length = max_length, .seed = seed + 7});
             };
             for (const auto& m : models) {
                 records.push_back(experiment::run_model<nn::token_input<float>>(

@@ -33,7 +33,7 @@ double max_rel(const A& a, const A& b) {
 
 int main() {
     const kattn::attention_config cfg{.head_dim = 64, .value_dim = 64, .num_features = 256, .seed = 42};
-    const favor_attention<kattn::backends::thrust<>> gpu(cfg);  // thrust::device, double inside
+    const favor_attention<kattn::backends::thrust<>> gpu(cfg);   // thrust::device, double inside
     const favor_attention<kattn::backends::reference> cpu(cfg);  // the scalar oracle
 
     const kattn::random_stream rng(7, kattn::streams::user);

@@ -42,8 +42,10 @@ struct map_case {
     static inline const std::string name = label<Map>() + (identity ? "(identity)" : "");
     static void configure(config& c) {
         auto& f = c.feature;
-        kattn::detail::assign_parameter(f, [](auto& q) -> decltype((q.temperature)) { return q.temperature; }, 0.8);
-        kattn::detail::assign_parameter(f, [](auto& q) -> decltype((q.scale)) { return q.scale; }, 1.5);
+        kattn::detail::assign_parameter(
+            f, [](auto& q) -> decltype((q.temperature)) { return q.temperature; }, 0.8);
+        kattn::detail::assign_parameter(
+            f, [](auto& q) -> decltype((q.scale)) { return q.scale; }, 1.5);
     }
 };
 
@@ -64,8 +66,10 @@ struct combo {
 };
 
 namespace detail {
-template <class L> struct registry_cases;
-template <class... Maps> struct registry_cases<kattn::type_list<Maps...>> {
+template <class L>
+struct registry_cases;
+template <class... Maps>
+struct registry_cases<kattn::type_list<Maps...>> {
     using type = std::tuple<map_case<Maps>..., elu_classic>;
     template <class T>
     using combos = std::tuple<combo<map_case<Maps>, T>..., combo<elu_classic, T>>;

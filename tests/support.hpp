@@ -56,8 +56,10 @@ xt::xtensor<double, 2> explicit_attention(const xt::xtensor<T, 2>& phq, const xt
             den += kij;
             for (index_t c = 0; c < dv; ++c) num[c] += kij * double(v(j, c));
         }
-        if (positive) den = std::max(den, eps);
-        else if (std::abs(den) < eps) den = den < 0 ? -eps : eps;
+        if (positive)
+            den = std::max(den, eps);
+        else if (std::abs(den) < eps)
+            den = den < 0 ? -eps : eps;
         for (index_t c = 0; c < dv; ++c) out(i, c) = num[c] / den;
     }
     return out;

@@ -53,11 +53,11 @@ struct model_options {
     index_t dim = 64, heads = 4, layers = 2, ffn_hidden = 256, head_hidden = 0;
     double dropout = 0.1;
     bool pre_ln = false;
-    index_t fska_pairs = 64;        ///< m pairs per FSKA head
+    index_t fska_pairs = 64;  ///< m pairs per FSKA head
     double fska_kl_weight = 1e-3;
-    index_t kernel_features = 64;   ///< m per head for performer / vanilla / kernel models
-    index_t align_samples = 1024;   ///< Coulomb phase A: pooled items
-    index_t align_steps = 200;      ///< Coulomb phase A: Langevin steps per layer
+    index_t kernel_features = 64;  ///< m per head for performer / vanilla / kernel models
+    index_t align_samples = 1024;  ///< Coulomb phase A: pooled items
+    index_t align_steps = 200;     ///< Coulomb phase A: Langevin steps per layer
 };
 
 /// One seed's outcome.
@@ -68,8 +68,8 @@ struct outcome {
     double kta_before = std::nan(""), kta_after = std::nan("");
 
     nlohmann::json json() const {
-        nlohmann::json j{{"seed", seed},       {"accuracy", accuracy}, {"macro_f1", macro_f1}, {"ece", ece},
-                         {"seconds", seconds}, {"epochs", epochs}};
+        nlohmann::json j{{"seed", seed}, {"accuracy", accuracy}, {"macro_f1", macro_f1},
+                         {"ece", ece},   {"seconds", seconds},   {"epochs", epochs}};
         if (std::isfinite(entropy)) j["attention_entropy"] = entropy;
         if (std::isfinite(kta_before)) j["kta_before"] = kta_before, j["kta_after"] = kta_after;
         return j;
@@ -87,10 +87,17 @@ struct record {
     std::vector<outcome> runs;
 
     nlohmann::json json() const {
-        nlohmann::json j{{"model", model},       {"dataset", dataset},   {"seeds", seeds},
-                         {"accuracy", accuracy}, {"accuracy_sd", accuracy_sd}, {"macro_f1", macro_f1},
-                         {"macro_f1_sd", macro_f1_sd}, {"ece", ece}, {"params", params},
-                         {"seconds", seconds}, {"epochs", epochs}};
+        nlohmann::json j{{"model", model},
+                         {"dataset", dataset},
+                         {"seeds", seeds},
+                         {"accuracy", accuracy},
+                         {"accuracy_sd", accuracy_sd},
+                         {"macro_f1", macro_f1},
+                         {"macro_f1_sd", macro_f1_sd},
+                         {"ece", ece},
+                         {"params", params},
+                         {"seconds", seconds},
+                         {"epochs", epochs}};
         if (std::isfinite(entropy)) j["attention_entropy"] = entropy;
         if (std::isfinite(kta_before)) j["kta_before"] = kta_before, j["kta_after"] = kta_after;
         j["runs"] = nlohmann::json::array();
@@ -107,8 +114,7 @@ struct splits {
 
 /// Trains and evaluates one built model.
 template <class Model>
-outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg, const model_options& mo,
-                       bool align) {
+outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg, const model_options& mo, bool align) {
     outcome out;
     const auto t0 = std::chrono::steady_clock::now();
     if constexpr (requires { model.align(*data.train, index_t(2), index_t(1)); }) {
@@ -145,9 +151,15 @@ outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg
 template <class Input, class F>
 void with_model(const std::string& name, const model_options& mo, index_t classes, std::uint64_t seed,
                 const std::function<Input(std::uint64_t)>& make_input, F&& f) {
-    const nn::classifier_config cfg{.encoder = {.dim = mo.dim, .layers = mo.layers, .ffn_hidden = mo.ffn_hidden,
-                                                .dropout = mo.dropout, .pre_ln = mo.pre_ln, .seed = seed},
-                                    .classes = classes, .head_hidden = mo.head_hidden, .seed = seed};
+    const nn::classifier_config cfg{.encoder = {.dim = mo.dim,
+                                                .layers = mo.layers,
+                                                .ffn_hidden = mo.ffn_hidden,
+                                                .dropout = mo.dropout,
+                                                .pre_ln = mo.pre_ln,
+                                                .seed = seed},
+                                    .classes = classes,
+                                    .head_hidden = mo.head_hidden,
+                                    .seed = seed};
     auto layer_seed = [seed](index_t l) { return seed * 1000 + 17 * std::uint64_t(l) + 1; };
     auto build = [&](auto make_attention, bool align = false) {
         using A = decltype(make_attention(index_t(0)));
@@ -156,9 +168,14 @@ void with_model(const std::string& name, const model_options& mo, index_t classe
     };
     auto fska = [&](double s, bool positive, bool learnable_v) {
         build([&, s, positive, learnable_v](index_t l) {
-            return nn::fska_attention<float>({.dim = mo.dim, .heads = mo.heads, .num_pairs = mo.fska_pairs,
-                                              .kl_weight = mo.fska_kl_weight, .positive = positive, .scale = s,
-                                              .learnable_v = learnable_v, .seed = layer_seed(l)});
+            return nn::fska_attention<float>({.dim = mo.dim,
+                                              .heads = mo.heads,
+                                              .num_pairs = mo.fska_pairs,
+                                              .kl_weight = mo.fska_kl_weight,
+                                              .positive = positive,
+                                              .scale = s,
+                                              .learnable_v = learnable_v,
+                                              .seed = layer_seed(l)});
         });
     };
     auto coulomb = [&]<class Map>(bool align, bool shrunk) {
@@ -211,9 +228,10 @@ void with_model(const std::string& name, const model_options& mo, index_t classe
             throw kattn::error("kattn: argument 'model': expected a map in {" + maps + "} after '" +
                                name.substr(0, name.find('-') + 1) + "', got '" + map + "'");
     } else {
-        throw kattn::error("kattn: argument 'model': expected transformer, transformer-noqkv, uniform, performer, "
-                           "fska, fska-s<k>, fska-signed, fska-learnable-v, vanilla-<map>, kernel-<map> or shrunk-<map>, got '" +
-                           name + "'");
+        throw kattn::error(
+            "kattn: argument 'model': expected transformer, transformer-noqkv, uniform, performer, "
+            "fska, fska-s<k>, fska-signed, fska-learnable-v, vanilla-<map>, kernel-<map> or shrunk-<map>, got '" +
+            name + "'");
     }
 }
 
@@ -252,8 +270,10 @@ inline std::vector<std::uint64_t> seed_list(const std::string& list, index_t n) 
             used = 0;
         }
         if (used != s.size() || s.empty() || v == 0 || std::find(seeds.begin(), seeds.end(), v) != seeds.end())
-            throw kattn::error("kattn: argument '--seed-list': expected distinct comma-separated positive integers, "
-                               "got '" + list + "'");
+            throw kattn::error(
+                "kattn: argument '--seed-list': expected distinct comma-separated positive integers, "
+                "got '" +
+                list + "'");
         seeds.push_back(v);
     }
     if (seeds.empty())
@@ -289,8 +309,8 @@ inline record aggregate(const std::string& model, const std::string& dataset, co
 
 /// Trains `name` once per seed and aggregates.
 template <class Input>
-record run_model(const std::string& name, const std::string& dataset_name, const splits& data,
-                 const model_options& mo, nn::trainer_config tcfg, const std::vector<std::uint64_t>& seeds,
+record run_model(const std::string& name, const std::string& dataset_name, const splits& data, const model_options& mo,
+                 nn::trainer_config tcfg, const std::vector<std::uint64_t>& seeds,
                  const std::function<Input(std::uint64_t)>& make_input) {
     std::vector<outcome> os;
     for (const auto seed : seeds) {
@@ -301,8 +321,8 @@ record run_model(const std::string& name, const std::string& dataset_name, const
             o.seed = seed;
             os.push_back(o);
             std::fprintf(stderr, "%s seed %llu: accuracy %.4f macro-F1 %.4f ECE %.4f (%.0f s, %g epochs)\n",
-                         name.c_str(), static_cast<unsigned long long>(seed), o.accuracy, o.macro_f1, o.ece,
-                         o.seconds, o.epochs);
+                         name.c_str(), static_cast<unsigned long long>(seed), o.accuracy, o.macro_f1, o.ece, o.seconds,
+                         o.epochs);
         });
     }
     return aggregate(name, dataset_name, os);

@@ -25,14 +25,12 @@
 namespace experiment {
 
 template <class Attention>
-outcome run_transductive_net(const nn::dataset& seq, index_t n_train, index_t epochs,
-                                              const model_options& mo, std::uint64_t seed,
-                                              const std::function<Attention(index_t)>& make) {
+outcome run_transductive_net(const nn::dataset& seq, index_t n_train, index_t epochs, const model_options& mo,
+                             std::uint64_t seed, const std::function<Attention(index_t)>& make) {
     const index_t N = seq.size(), P = seq.item_size, D = mo.dim;
     nn::linear<float> embed({.in = P, .out = D, .seed = seed + 1});
-    nn::encoder<Attention> enc({.dim = D, .layers = mo.layers, .ffn_hidden = mo.ffn_hidden, .dropout = mo.dropout,
-                                .seed = seed + 2},
-                               make);
+    nn::encoder<Attention> enc(
+        {.dim = D, .layers = mo.layers, .ffn_hidden = mo.ffn_hidden, .dropout = mo.dropout, .seed = seed + 2}, make);
     nn::linear<float> head({.in = D, .out = seq.num_classes, .seed = seed + 3});
     nn::parameter_list ps;
     embed.collect(ps, "embed");
@@ -72,8 +70,7 @@ outcome run_transductive_net(const nn::dataset& seq, index_t n_train, index_t ep
 }
 
 inline int run_transductive(const std::string& directory, bool quick, const std::string& json,
-                            const std::string& models_arg, index_t epochs,
-                            const std::vector<std::uint64_t>& seeds) {
+                            const std::string& models_arg, index_t epochs, const std::vector<std::uint64_t>& seeds) {
     nn::fashion_mnist_options fo;
     fo.directory = directory;
     const auto data = nn::load_fashion_mnist(fo);
@@ -106,15 +103,22 @@ inline int run_transductive(const std::string& directory, bool quick, const std:
                 });
             } else if (name.rfind("fska", 0) == 0) {
                 const bool positive = name != "fska-signed", learn_v = name == "fska-learnable-v";
-                const double scale = name.rfind("fska-s", 0) == 0 && name != "fska-signed" ? std::stod(name.substr(6)) : 1.0;
+                const double scale =
+                    name.rfind("fska-s", 0) == 0 && name != "fska-signed" ? std::stod(name.substr(6)) : 1.0;
                 r = run_transductive_net<nn::fska_attention<float>>(seq, n_train, E, mo, seed, [&](index_t l) {
-                    return nn::fska_attention<float>({.dim = mo.dim, .heads = mo.heads, .num_pairs = mo.fska_pairs,
-                                                      .positive = positive, .scale = scale, .learnable_v = learn_v,
+                    return nn::fska_attention<float>({.dim = mo.dim,
+                                                      .heads = mo.heads,
+                                                      .num_pairs = mo.fska_pairs,
+                                                      .positive = positive,
+                                                      .scale = scale,
+                                                      .learnable_v = learn_v,
                                                       .seed = ls(l)});
                 });
             } else {
-                throw kattn::error("kattn: argument '--models': expected transformer, transformer-noqkv, fska, "
-                                   "fska-s<k>, fska-signed or fska-learnable-v with --transductive, got '" + name + "'");
+                throw kattn::error(
+                    "kattn: argument '--models': expected transformer, transformer-noqkv, fska, "
+                    "fska-s<k>, fska-signed or fska-learnable-v with --transductive, got '" +
+                    name + "'");
             }
             std::fprintf(stderr, "%s seed %llu: accuracy %.4f (%.0f s)\n", name.c_str(),
                          static_cast<unsigned long long>(seed), r.accuracy, r.seconds);

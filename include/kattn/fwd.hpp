@@ -10,14 +10,16 @@ namespace kattn {
 class error;
 struct feature_params;
 struct sampler_params;
-template <class Map, class Sampler> struct attention_config;  // <kattn/attention/attention_config.hpp>
+template <class Map, class Sampler>
+struct attention_config;  // <kattn/attention/attention_config.hpp>
 struct softmax_config;
 struct causal_t;
 
 namespace features {
 struct trig;
 struct nonstationary;
-template <class F> struct positive;
+template <class F>
+struct positive;
 struct favor;
 struct favor_hyperbolic;
 struct elu;
@@ -36,7 +38,8 @@ struct gaussian;
 struct orthogonal_gaussian;
 struct gmm;
 class realnvp;
-template <class Map, class Backend> class langevin;  // default Backend: backends::reference
+template <class Map, class Backend>
+class langevin;  // default Backend: backends::reference
 }  // namespace samplers
 
 namespace optim {
@@ -44,18 +47,26 @@ class adam;
 }  // namespace optim
 
 namespace backends {
-template <class Map, class T> struct spectral_view;
-template <class Map, class T> struct feature_problem;
-template <class Map, class T> struct attention_problem;
-template <class T> struct attention_gradients;
-template <class Map, class T> struct step_problem;
+template <class Map, class T>
+struct spectral_view;
+template <class Map, class T>
+struct feature_problem;
+template <class Map, class T>
+struct attention_problem;
+template <class T>
+struct attention_gradients;
+template <class Map, class T>
+struct step_problem;
 struct recurrent_state_view;
 struct reference;
 struct simd;
-template <class Policy, class Work> struct thrust;  // <kattn/backends/thrust.hpp>; defaults there
+template <class Policy, class Work>
+struct thrust;  // <kattn/backends/thrust.hpp>; defaults there
 }  // namespace backends
 
-template <class Map, class Sampler, class Backend, class T> class linear_attention;
-template <class T> class softmax_attention;
+template <class Map, class Sampler, class Backend, class T>
+class linear_attention;
+template <class T>
+class softmax_attention;
 
 }  // namespace kattn

@@ -21,18 +21,26 @@ bool same(const xt::xtensor<double, 4>& a, const xt::xtensor<double, 4>& b) {
 }
 
 struct inputs {
-    xt::xtensor<double, 4> q = kt::randn<double, 4>({1, 2, 9, 4}, 1, 0.5), k = kt::randn<double, 4>({1, 2, 9, 4}, 2, 0.5),
-                           v = kt::randn<double, 4>({1, 2, 9, 3}, 3);
+    xt::xtensor<double, 4> q = kt::randn<double, 4>({1, 2, 9, 4}, 1, 0.5),
+                           k = kt::randn<double, 4>({1, 2, 9, 4}, 2, 0.5), v = kt::randn<double, 4>({1, 2, 9, 3}, 3);
 };
 
 }  // namespace
 
 TEST_CASE("attention_config: typed parameters and shorthands configure the map identically") {
     const inputs in;
-    const op_t<kf::elu> typed({.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 5,
+    const op_t<kf::elu> typed({.head_dim = 4,
+                               .value_dim = 3,
+                               .num_features = 8,
+                               .seed = 5,
                                .feature = {.temperature = 1.3, .floor = 0.0, .renormalize = false}});
-    const op_t<kf::elu> shorthand(
-        {.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 5, .temperature = 1.3, .floor = 0.0, .renormalize = false});
+    const op_t<kf::elu> shorthand({.head_dim = 4,
+                                   .value_dim = 3,
+                                   .num_features = 8,
+                                   .seed = 5,
+                                   .temperature = 1.3,
+                                   .floor = 0.0,
+                                   .renormalize = false});
     kattn::attention_config untyped{.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 5};
     untyped.temperature = 1.3;
     untyped.floor = 0.0;
@@ -56,9 +64,13 @@ TEST_CASE("attention_config: typed parameters and shorthands configure the map i
 TEST_CASE("attention_config: positive<F> owns the scale and F's parameters") {
     const inputs in;
     using pe = kf::positive<kf::elu>;
-    const op_t<pe> typed({.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 2,
+    const op_t<pe> typed({.head_dim = 4,
+                          .value_dim = 3,
+                          .num_features = 8,
+                          .seed = 2,
                           .feature = {.inner = {.temperature = 0.7}, .scale = 2.5}});
-    const op_t<pe> shorthand({.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 2, .temperature = 0.7, .scale = 2.5});
+    const op_t<pe> shorthand(
+        {.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 2, .temperature = 0.7, .scale = 2.5});
     CHECK(typed.config().feature.scale == 2.5);
     CHECK(shorthand.config().feature.inner.temperature == 0.7);
     CHECK(same(typed(in.q, in.k, in.v), shorthand(in.q, in.k, in.v)));
@@ -71,8 +83,11 @@ TEST_CASE("attention_config: sampler parameters reach the sampler") {
     ks::gaussian::sample(ks::gaussian::params{.sigma = 2.0}, 4, 6, 9, w.data());
     for (index_t k = 0; k < 6; ++k)
         for (index_t i = 0; i < 4; ++i) CHECK(op.omega()(i, k) == w[std::size_t(k * 4 + i)]);
-    const op_t<kf::favor, ks::orthogonal_gaussian> fixed(
-        {.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 9, .sampler = {.norms = kattn::orthogonal_norms::fixed}});
+    const op_t<kf::favor, ks::orthogonal_gaussian> fixed({.head_dim = 4,
+                                                          .value_dim = 3,
+                                                          .num_features = 8,
+                                                          .seed = 9,
+                                                          .sampler = {.norms = kattn::orthogonal_norms::fixed}});
     for (index_t k = 0; k < 8; ++k) {
         double n2 = 0;
         for (index_t i = 0; i < 4; ++i) n2 += fixed.omega()(i, k) * fixed.omega()(i, k);
@@ -83,9 +98,12 @@ TEST_CASE("attention_config: sampler parameters reach the sampler") {
 TEST_CASE("attention_config: a shorthand no policy has is rejected by name") {
     kt::check_error([] { op_t<kf::favor> op({.head_dim = 4, .value_dim = 3, .num_features = 8, .temperature = 2.0}); },
                     {"'temperature'", "favor", "orthogonal_gaussian"});
-    kt::check_error([] { op_t<kf::trig, ks::gaussian> op({.head_dim = 4, .value_dim = 3, .num_features = 8,
-                                                           .norms = kattn::orthogonal_norms::fixed}); },
-                    {"'norms'", "trig", "gaussian"});
+    kt::check_error(
+        [] {
+            op_t<kf::trig, ks::gaussian> op(
+                {.head_dim = 4, .value_dim = 3, .num_features = 8, .norms = kattn::orthogonal_norms::fixed});
+        },
+        {"'norms'", "trig", "gaussian"});
     kt::check_error([] { op_t<kf::elu> op({.head_dim = 4, .value_dim = 3, .num_features = 8, .scale = 3.0}); },
                     {"'scale'", "elu"});
     // Untyped: a field left at its default is not a shorthand, so any map accepts it ...
@@ -96,14 +114,15 @@ TEST_CASE("attention_config: a shorthand no policy has is rejected by name") {
     changed.floor = 0.0;
     kt::check_error([&] { op_t<kf::favor> op(changed); }, {"'floor'", "favor"});
     // Invalid values of a policy's own parameters are rejected by the policy.
-    kt::check_error([] { op_t<kf::elu> op({.head_dim = 4, .value_dim = 3, .num_features = 8, .feature = {.temperature = 0.0}}); },
-                    {"'temperature'", "> 0"});
+    kt::check_error(
+        [] { op_t<kf::elu> op({.head_dim = 4, .value_dim = 3, .num_features = 8, .feature = {.temperature = 0.0}}); },
+        {"'temperature'", "> 0"});
 }
 
 TEST_CASE("langevin: the particles take the operator's configuration") {
     using lv_t = ks::langevin<kf::elu>;
-    const kattn::attention_config<kf::elu, lv_t> cfg{.head_dim = 3, .value_dim = 2, .num_features = 5, .seed = 7,
-                                                     .temperature = 0.7, .sigma = 2.0};
+    const kattn::attention_config<kf::elu, lv_t> cfg{
+        .head_dim = 3, .value_dim = 2, .num_features = 5, .seed = 7, .temperature = 0.7, .sigma = 2.0};
     const lv_t from_cfg(cfg);
     CHECK(from_cfg.input_dim() == 3);
     CHECK(from_cfg.num_particles() == 5);

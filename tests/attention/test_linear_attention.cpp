@@ -23,10 +23,14 @@ constexpr std::array<mask, 4> all_masks{mask::none, mask::causal, mask::padded, 
 
 const char* mask_name(mask mk) {
     switch (mk) {
-        case mask::none: return "non-causal";
-        case mask::causal: return "causal";
-        case mask::padded: return "padded";
-        default: return "causal+padded";
+        case mask::none:
+            return "non-causal";
+        case mask::causal:
+            return "causal";
+        case mask::padded:
+            return "padded";
+        default:
+            return "causal+padded";
     }
 }
 bool is_causal(mask mk) { return mk == mask::causal || mk == mask::causal_padded; }
@@ -35,28 +39,40 @@ bool is_padded(mask mk) { return mk == mask::padded || mk == mask::causal_padded
 template <class Op, class X>
 X run_forward(const Op& op, const X& q, const X& k, const X& v, mask mk, kattn::key_lengths len) {
     switch (mk) {
-        case mask::none: return op(q, k, v);
-        case mask::causal: return op(q, k, v, kattn::causal);
-        case mask::padded: return op(q, k, v, len);
-        default: return op(q, k, v, kattn::causal, len);
+        case mask::none:
+            return op(q, k, v);
+        case mask::causal:
+            return op(q, k, v, kattn::causal);
+        case mask::padded:
+            return op(q, k, v, len);
+        default:
+            return op(q, k, v, kattn::causal, len);
     }
 }
 
 template <class Op, class X>
 auto run_backward(const Op& op, const X& q, const X& k, const X& v, const X& g, mask mk, kattn::key_lengths len) {
     switch (mk) {
-        case mask::none: return op.backward(q, k, v, g);
-        case mask::causal: return op.backward(q, k, v, g, kattn::causal);
-        case mask::padded: return op.backward(q, k, v, g, len);
-        default: return op.backward(q, k, v, g, kattn::causal, len);
+        case mask::none:
+            return op.backward(q, k, v, g);
+        case mask::causal:
+            return op.backward(q, k, v, g, kattn::causal);
+        case mask::padded:
+            return op.backward(q, k, v, g, len);
+        default:
+            return op.backward(q, k, v, g, kattn::causal, len);
     }
 }
 
 /// Rank-2 view helpers so that one routine serves rank 2 and rank 4.
 template <class T>
-xt::xtensor<T, 2> head(const xt::xtensor<T, 2>& x, std::size_t, std::size_t) { return x; }
+xt::xtensor<T, 2> head(const xt::xtensor<T, 2>& x, std::size_t, std::size_t) {
+    return x;
+}
 template <class T>
-xt::xtensor<T, 2> head(const xt::xtensor<T, 4>& x, std::size_t b, std::size_t h) { return kt::slice(x, b, h); }
+xt::xtensor<T, 2> head(const xt::xtensor<T, 4>& x, std::size_t b, std::size_t h) {
+    return kt::slice(x, b, h);
+}
 
 /// Smallest |Σ_{j allowed} φ(q_i)·φ(k_j)| of one head, in double.
 template <class T>
@@ -90,8 +106,8 @@ xt::xtensor<double, R> expected_output(const Op& op, const xt::xtensor<T, R>& q,
             const auto phq = op.features(head(q, b, h));
             const auto phk = op.features(head(k, b, h));
             const index_t len = is_padded(mk) ? lengths[b] : index_t(Lk);
-            const auto o = kt::explicit_attention(phq, phk, head(v, b, h), is_causal(mk), len, Op::map_type::is_positive,
-                                                  op.config().eps);
+            const auto o = kt::explicit_attention(phq, phk, head(v, b, h), is_causal(mk), len,
+                                                  Op::map_type::is_positive, op.config().eps);
             min_den = std::min(min_den, min_abs_den(phq, phk, is_causal(mk), len));
             std::copy_n(o.data(), Lq * dv, out.data() + (b * H + h) * Lq * dv);
         }
@@ -133,8 +149,10 @@ void check_against_explicit(std::size_t L, mask mk) {
     const auto k = kt::randn<T, R>(sk, 20 + L, sd);
     const auto v = kt::randn<T, R>(sv, 30 + L);
     std::vector<index_t> lengths;
-    if constexpr (R == 4) lengths = {index_t(Lk), std::max<index_t>(1, index_t(Lk) / 2)};
-    else lengths = {std::max<index_t>(1, index_t(Lk) - 2)};
+    if constexpr (R == 4)
+        lengths = {index_t(Lk), std::max<index_t>(1, index_t(Lk) / 2)};
+    else
+        lengths = {std::max<index_t>(1, index_t(Lk) - 2)};
 
     const auto out = run_forward(op, q, k, v, mk, kattn::key_lengths(lengths));
     double min_den = 0;
@@ -220,7 +238,8 @@ TEST_CASE_TEMPLATE_APPLY(kt_attn_case_2, kt::cases::all_combos);
 
 // ---- causality property (docs/design.md §7) ------------------------------------------------------
 
-TEST_CASE_TEMPLATE_DEFINE("causal: perturbing token t (with a huge key) never changes outputs before t", C, kt_attn_case_3) {
+TEST_CASE_TEMPLATE_DEFINE("causal: perturbing token t (with a huge key) never changes outputs before t", C,
+                          kt_attn_case_3) {
     if constexpr (C::operator_enabled) {
         using T = double;
         const auto op = kt::cases::make_op<C, T>(kD, kDv, kNf, 5);
@@ -284,7 +303,7 @@ TEST_CASE_TEMPLATE("causal stabiliser: a future key with a much larger shift doe
         for (std::size_t i = 0; i < d; ++i)
             for (std::size_t l = 0; l < u.size(); ++l) u[l] += x[i] * op.omega()(i, l);
         return Map::template row_shift<kattn::detail::scalar_ops>(kattn::map_params_t<Map>{}, kD, kNf, x.data(),
-                                                                   u.data(), static_cast<const double*>(nullptr));
+                                                                  u.data(), static_cast<const double*>(nullptr));
     };
     double max_before = -1e300;
     for (std::size_t j = 0; j < t; ++j) max_before = std::max(max_before, shift(k, j));
@@ -444,8 +463,8 @@ TEST_CASE_TEMPLATE_APPLY(kt_attn_case_6, kt::cases::all_cases);
 TEST_CASE("signed map with a denominator of exactly zero gives a finite output") {
     // trig, d = 1, m = 2, Ω = [0, π]: φ(0) = [1, 1, 0, 0]/√2 and φ(1) = [1, cos π, 0, sin π]/√2
     // with cos π == −1 exactly in double, so φ(q)·φ(k) == 0 exactly.
-    using op_t = kattn::linear_attention<kattn::features::trig, kattn::samplers::gaussian, kattn::backends::reference,
-                                         double>;
+    using op_t =
+        kattn::linear_attention<kattn::features::trig, kattn::samplers::gaussian, kattn::backends::reference, double>;
     op_t op({.head_dim = 1, .value_dim = 2, .num_features = 2, .seed = 1});
     xt::xtensor<double, 2> omega = {{0.0, 3.141592653589793}};
     op.set_omega(omega);
@@ -482,8 +501,8 @@ TEST_CASE("denominator guard: a tiny negative den becomes -eps (sign preserved) 
     // k = 0.5 − δ, φ(k) = [c, c, ·, ·]/√2 with c = cos(π/2 − πδ) = sin(πδ) ≈ πδ, so
     // den = φ(q)·φ(k) ≈ −πδ ≈ −3.1e-5, well inside (−ε, ε) for ε = 1e-3. The guard gives
     // −ε, so out = (den·v)/(−ε) > 0 for v > 0; a guard dropping the sign would flip it.
-    using op_t = kattn::linear_attention<kattn::features::trig, kattn::samplers::gaussian, kattn::backends::reference,
-                                         double>;
+    using op_t =
+        kattn::linear_attention<kattn::features::trig, kattn::samplers::gaussian, kattn::backends::reference, double>;
     const double eps = 1e-3, delta = 1e-5;
     op_t op({.head_dim = 1, .value_dim = 1, .num_features = 2, .seed = 1, .eps = eps});
     op.set_omega(xt::xtensor<double, 2>{{3.141592653589793, 3.141592653589793}});
@@ -501,7 +520,7 @@ TEST_CASE("denominator guard: a tiny negative den becomes -eps (sign preserved) 
         CHECK(kt::rel_err(out, ref) <= 1e-9);
     }
     auto st = op.initial_state();
-    const auto o1 = op.step(st, xt::xtensor<double, 1>{1.0}, xt::xtensor<double, 1>{0.5 - delta},
-                            xt::xtensor<double, 1>{2.0});
+    const auto o1 =
+        op.step(st, xt::xtensor<double, 1>{1.0}, xt::xtensor<double, 1>{0.5 - delta}, xt::xtensor<double, 1>{2.0});
     CHECK(o1(0) == doctest::Approx(want).epsilon(1e-9));
 }

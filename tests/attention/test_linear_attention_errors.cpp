@@ -63,8 +63,7 @@ TEST_CASE("linear_attention config: bad options throw naming the option") {
     }
     SUBCASE("scale <= 0") {
         for (double v : {0.0, -2.0, nan_v})
-            kt::check_error([&] { op_t<kf::positive<kf::trig>>(with([v](auto& c) { c.scale = v; })); },
-                            {arg("scale")});
+            kt::check_error([&] { op_t<kf::positive<kf::trig>>(with([v](auto& c) { c.scale = v; })); }, {arg("scale")});
     }
     SUBCASE("eps <= 0") {
         for (double v : {0.0, -1e-6, nan_v, inf_v})
@@ -94,8 +93,7 @@ TEST_CASE("linear_attention forward: bad shapes throw naming the argument") {
         // The operator's rank is a template parameter (rank 2 or 4, same for q, k, v), so a
         // rank-3 tensor does not compile; the runtime check behind it is check_qkv.
         using S = std::vector<std::size_t>;
-        kt::check_error([] { kattn::detail::check_qkv(S{5, 4, 1}, S{5, 4, 1}, S{5, 3, 1}, 4, 3); },
-                        {arg("q"), "rank"});
+        kt::check_error([] { kattn::detail::check_qkv(S{5, 4, 1}, S{5, 4, 1}, S{5, 3, 1}, 4, 3); }, {arg("q"), "rank"});
         kt::check_error([] { kattn::detail::check_qkv(S{5, 4}, S{1, 5, 4}, S{5, 3}, 4, 3); }, {arg("k"), "rank"});
         kt::check_error([] { kattn::detail::check_qkv(S{5, 4}, S{5, 4}, S{1, 1, 5, 3}, 4, 3); }, {arg("v"), "rank"});
     }
@@ -153,8 +151,11 @@ TEST_CASE("linear_attention: key_lengths of the wrong size or out of range") {
     CHECK_NOTHROW(op(q, k, v, kattn::key_lengths(ok)));
     // rank 2: one entry
     std::vector<index_t> two{3, 3};
-    kt::check_error([&] { op(t<2>({5, 4}), t<2>({6, 4}), t<2>({6, 3}), kattn::key_lengths(two)); },
-                    {arg("key_lengths")});
+    kt::check_error(
+        [&] {
+            op(t<2>({5, 4}), t<2>({6, 4}), t<2>({6, 3}), kattn::key_lengths(two));
+        },
+        {arg("key_lengths")});
 }
 
 TEST_CASE_TEMPLATE("linear_attention: NaN/Inf in q, k, v, dout throw unless check_finite is off", T, double, float) {

@@ -38,8 +38,8 @@ bool allowed(index_t i, index_t j, index_t b, bool causal, const std::vector<ind
 }
 
 /// Probabilities P[i][j] (0 where masked) for one problem, max-subtracted.
-std::vector<double> naive_probs(const double* q, const double* k, const dims& s, index_t b, double scale,
-                                bool causal, const std::vector<index_t>& lens) {
+std::vector<double> naive_probs(const double* q, const double* k, const dims& s, index_t b, double scale, bool causal,
+                                const std::vector<index_t>& lens) {
     std::vector<double> P(static_cast<std::size_t>(s.lq * s.lk), 0.0);
     for (index_t i = 0; i < s.lq; ++i) {
         double mx = -std::numeric_limits<double>::infinity();
@@ -162,10 +162,14 @@ constexpr mask all_masks[] = {mask::none, mask::causal, mask::padded, mask::caus
 
 const char* name(mask m) {
     switch (m) {
-        case mask::none: return "none";
-        case mask::causal: return "causal";
-        case mask::padded: return "padded";
-        default: return "causal+padded";
+        case mask::none:
+            return "none";
+        case mask::causal:
+            return "causal";
+        case mask::padded:
+            return "padded";
+        default:
+            return "causal+padded";
     }
 }
 bool is_causal(mask m) { return m == mask::causal || m == mask::causal_padded; }
@@ -182,10 +186,14 @@ template <class T, class C>
 C run_forward(const kattn::softmax_attention<T>& att, const C& q, const C& k, const C& v, mask m,
               const std::vector<index_t>& lens) {
     switch (m) {
-        case mask::none: return att(q, k, v);
-        case mask::causal: return att(q, k, v, kattn::causal);
-        case mask::padded: return att(q, k, v, kattn::key_lengths(lens));
-        default: return att(q, k, v, kattn::causal, kattn::key_lengths(lens));
+        case mask::none:
+            return att(q, k, v);
+        case mask::causal:
+            return att(q, k, v, kattn::causal);
+        case mask::padded:
+            return att(q, k, v, kattn::key_lengths(lens));
+        default:
+            return att(q, k, v, kattn::causal, kattn::key_lengths(lens));
     }
 }
 
@@ -193,10 +201,14 @@ template <class T, class C>
 auto run_backward(const kattn::softmax_attention<T>& att, const C& q, const C& k, const C& v, const C& g, mask m,
                   const std::vector<index_t>& lens) {
     switch (m) {
-        case mask::none: return att.backward(q, k, v, g);
-        case mask::causal: return att.backward(q, k, v, g, kattn::causal);
-        case mask::padded: return att.backward(q, k, v, g, kattn::key_lengths(lens));
-        default: return att.backward(q, k, v, g, kattn::causal, kattn::key_lengths(lens));
+        case mask::none:
+            return att.backward(q, k, v, g);
+        case mask::causal:
+            return att.backward(q, k, v, g, kattn::causal);
+        case mask::padded:
+            return att.backward(q, k, v, g, kattn::key_lengths(lens));
+        default:
+            return att.backward(q, k, v, g, kattn::causal, kattn::key_lengths(lens));
     }
 }
 
@@ -232,7 +244,8 @@ TEST_CASE_TEMPLATE("softmax_attention rank 4 matches naive softmax for every mas
             const auto lens = is_padded(m) ? make_lens(s.batch, L) : std::vector<index_t>{};
             const auto out = run_forward(att, q, k, v, m, lens);
             REQUIRE(out.shape() == std::array<std::size_t, 4>{2, 3, std::size_t(L), 8});
-            const auto ref = naive_forward(to_vec(q), to_vec(k), to_vec(v), s, 1.0 / std::sqrt(16.0), is_causal(m), lens);
+            const auto ref =
+                naive_forward(to_vec(q), to_vec(k), to_vec(v), s, 1.0 / std::sqrt(16.0), is_causal(m), lens);
             CHECK(rel_err(to_vec(out), ref) <= tol<T>());
         }
     }
@@ -249,10 +262,12 @@ TEST_CASE_TEMPLATE("softmax_attention rank 2 matches naive softmax", T, float, d
             auto q = rand2<T>(L, s.d, rng);
             auto k = rand2<T>(L, s.d, rng);
             auto v = rand2<T>(L, s.dv, rng);
-            const auto lens = is_padded(m) ? std::vector<index_t>{std::max<index_t>(1, L - L / 3)} : std::vector<index_t>{};
+            const auto lens =
+                is_padded(m) ? std::vector<index_t>{std::max<index_t>(1, L - L / 3)} : std::vector<index_t>{};
             const auto out = run_forward(att, q, k, v, m, lens);
             REQUIRE(out.shape() == std::array<std::size_t, 2>{std::size_t(L), 3});
-            const auto ref = naive_forward(to_vec(q), to_vec(k), to_vec(v), s, 1.0 / std::sqrt(5.0), is_causal(m), lens);
+            const auto ref =
+                naive_forward(to_vec(q), to_vec(k), to_vec(v), s, 1.0 / std::sqrt(5.0), is_causal(m), lens);
             CHECK(rel_err(to_vec(out), ref) <= tol<T>());
         }
     }
@@ -409,8 +424,7 @@ TEST_CASE("softmax_attention backward matches central finite differences (double
     }
 }
 
-TEST_CASE_TEMPLATE("softmax_attention backward matches the naive gradient across block boundaries", T, float,
-                   double) {
+TEST_CASE_TEMPLATE("softmax_attention backward matches the naive gradient across block boundaries", T, float, double) {
     std::mt19937 rng(41);
     const kattn::softmax_attention<T> att;
     for (auto lens_pair : {std::pair<index_t, index_t>{130, 130}, {1, 1}, {70, 129}}) {
@@ -521,10 +535,10 @@ TEST_CASE("softmax_attention rejects bad input with kattn::error naming the argu
         expect_error([&] { (void)att.backward(q3, ka, va, xt::xarray<double>(g)); }, "q");
     }
     SUBCASE("mismatched dims") {
-        expect_error([&] { (void)att(q, rand4<double>(2, 2, 5, 3, rng), v); }, "k");       // k dim != q dim
-        expect_error([&] { (void)att(q, k, rand4<double>(2, 2, 6, 3, rng)); }, "v");       // v len != k len
-        expect_error([&] { (void)att(q, rand4<double>(1, 2, 5, 4, rng), v); }, "k");       // batch
-        expect_error([&] { (void)att(q, k, rand4<double>(2, 3, 5, 3, rng)); }, "v");       // heads
+        expect_error([&] { (void)att(q, rand4<double>(2, 2, 5, 3, rng), v); }, "k");  // k dim != q dim
+        expect_error([&] { (void)att(q, k, rand4<double>(2, 2, 6, 3, rng)); }, "v");  // v len != k len
+        expect_error([&] { (void)att(q, rand4<double>(1, 2, 5, 4, rng), v); }, "k");  // batch
+        expect_error([&] { (void)att(q, k, rand4<double>(2, 3, 5, 3, rng)); }, "v");  // heads
         kattn::softmax_config cfg;
         cfg.head_dim = 8;
         expect_error([&] { (void)kattn::softmax_attention<double>(cfg)(q, k, v); }, "q");
@@ -537,9 +551,12 @@ TEST_CASE("softmax_attention rejects bad input with kattn::error naming the argu
         expect_error([&] { (void)att(q, rand4<double>(2, 2, 0, 4, rng), rand4<double>(2, 2, 0, 3, rng)); }, "k");
         expect_error([&] { (void)att(rand2<double>(0, 4, rng), rand2<double>(3, 4, rng), rand2<double>(3, 3, rng)); },
                      "q");
-        expect_error([&] { (void)att(rand4<double>(0, 2, 5, 4, rng), rand4<double>(0, 2, 5, 4, rng),
-                                     rand4<double>(0, 2, 5, 3, rng)); },
-                     "q");
+        expect_error(
+            [&] {
+                (void)att(rand4<double>(0, 2, 5, 4, rng), rand4<double>(0, 2, 5, 4, rng),
+                          rand4<double>(0, 2, 5, 3, rng));
+            },
+            "q");
     }
     SUBCASE("non-finite values") {
         auto kn = k;
@@ -578,9 +595,12 @@ TEST_CASE("softmax_attention rejects bad input with kattn::error naming the argu
         expect_error([&] { (void)att(q, k, v, kattn::causal, kattn::key_lengths(toolong)); }, "key_lengths");
         expect_error([&] { (void)att.backward(q, k, v, g, kattn::key_lengths(negative)); }, "key_lengths");
         const std::vector<index_t> two2{2, 2};
-        expect_error([&] { (void)att(rand2<double>(3, 4, rng), rand2<double>(3, 4, rng), rand2<double>(3, 3, rng),
-                                     kattn::key_lengths(two2)); },
-                     "key_lengths");
+        expect_error(
+            [&] {
+                (void)att(rand2<double>(3, 4, rng), rand2<double>(3, 4, rng), rand2<double>(3, 3, rng),
+                          kattn::key_lengths(two2));
+            },
+            "key_lengths");
     }
     SUBCASE("causal with q_len != k_len") {
         auto k7 = rand4<double>(2, 2, 7, 4, rng);
@@ -593,11 +613,13 @@ TEST_CASE("softmax_attention rejects bad input with kattn::error naming the argu
         expect_error([&] { (void)att.backward(q, k, v, rand4<double>(2, 2, 5, 4, rng)); }, "dout");
         expect_error([&] { (void)att.backward(q, k, v, rand4<double>(2, 2, 4, 3, rng)); }, "dout");
         const xt::xarray<double> g3 = xt::zeros<double>({2, 5, 3});
-        expect_error([&] { (void)att.backward(xt::xarray<double>(q), xt::xarray<double>(k), xt::xarray<double>(v), g3); },
-                     "dout");
+        expect_error(
+            [&] { (void)att.backward(xt::xarray<double>(q), xt::xarray<double>(k), xt::xarray<double>(v), g3); },
+            "dout");
     }
     SUBCASE("bad scale and config") {
-        for (double sc : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+        for (double sc :
+             {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
             kattn::softmax_config cfg;
             cfg.scale = sc;
             expect_error([&] { kattn::softmax_attention<double> a(cfg); }, "scale");

@@ -40,7 +40,11 @@ struct quadratic {
 
         template <class T>
         explicit spectral(const kb::spectral_view<Map, T>& s)
-            : d(s.d), m(s.m), P(Map::projection_dim(s.m)), F(Map::feature_dim(s.m)), params(s.params),
+            : d(s.d),
+              m(s.m),
+              P(Map::projection_dim(s.m)),
+              F(Map::feature_dim(s.m)),
+              params(s.params),
               omega(s.omega, s.omega + s.d * P) {
             if (Map::uses_bias && s.bias) bias.assign(s.bias, s.bias + s.m);
         }
@@ -64,8 +68,8 @@ struct quadratic {
         void row_vjp(const double* x, const double* u, double c, const double* phi, const double* dphi, double s,
                      double* dx_in, double* d_omega, double* d_bias) const {
             std::vector<double> du(P), direct(d, 0.0), work(std::max<index_t>(Map::workspace(m), 1));
-            Map::template activate_vjp<row_ops>(params, d, m, x, u, b(), c, phi, dphi, du.data(), direct.data(),
-                                                d_bias, work.data());
+            Map::template activate_vjp<row_ops>(params, d, m, x, u, b(), c, phi, dphi, du.data(), direct.data(), d_bias,
+                                                work.data());
             for (index_t i = 0; i < d; ++i) {
                 double acc = direct[i];
                 for (index_t p = 0; p < P; ++p) {
@@ -87,9 +91,26 @@ struct quadratic {
 
         template <class T>
         head(const spectral<Map>& sp, const kb::attention_problem<Map, T>& pb, index_t p)
-            : nq(pb.q_len), nk(pb.valid_keys(p)), d(sp.d), P(sp.P), F(sp.F), dv(pb.dv), xq(nq * d), uq(nq * P),
-              phq(nq * F), cq(nq), xk(nk * d), uk(nk * P), phk(nk * F), ck(nk), v(nk * dv), w(nq * nk, 0.0),
-              a(nq * nk, 0.0), den(nq), out(nq * dv, 0.0), clamped(nq) {
+            : nq(pb.q_len),
+              nk(pb.valid_keys(p)),
+              d(sp.d),
+              P(sp.P),
+              F(sp.F),
+              dv(pb.dv),
+              xq(nq * d),
+              uq(nq * P),
+              phq(nq * F),
+              cq(nq),
+              xk(nk * d),
+              uk(nk * P),
+              phk(nk * F),
+              ck(nk),
+              v(nk * dv),
+              w(nq * nk, 0.0),
+              a(nq * nk, 0.0),
+              den(nq),
+              out(nq * dv, 0.0),
+              clamped(nq) {
             const double s = double(pb.input_scale);
             for (index_t i = 0; i < nq; ++i)
                 cq[i] = sp.row(pb.q + (p * nq + i) * d, s, true, &xq[i * d], &uq[i * P], &phq[i * F]);
@@ -237,8 +258,10 @@ static_assert(std::is_same_v<kattn::execution_backend_traits<quadratic>::gemm, k
 /// Three of the four primitives: not a backend.
 struct no_step {
     static constexpr const char* name = "no_step";
-    template <class Map, class T> static void features(const kb::feature_problem<Map, T>&);
-    template <class Map, class T> static void forward(const kb::attention_problem<Map, T>&, T*);
+    template <class Map, class T>
+    static void features(const kb::feature_problem<Map, T>&);
+    template <class Map, class T>
+    static void forward(const kb::attention_problem<Map, T>&, T*);
     template <class Map, class T>
     static void backward(const kb::attention_problem<Map, T>&, const kb::attention_gradients<T>&);
 };

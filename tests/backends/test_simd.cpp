@@ -31,8 +31,8 @@ case_result run_case(index_t B, index_t H, index_t L, bool causal, bool padded) 
     const key_lengths kl(lens);
     const auto out = causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
     const auto g = causal ? a.backward(q, k, v, G, kattn::causal, kl) : a.backward(q, k, v, G, kl);
-    return {xt::cast<double>(out), xt::cast<double>(g.dq), xt::cast<double>(g.dk), xt::cast<double>(g.dv),
-            xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
+    return {xt::cast<double>(out),  xt::cast<double>(g.dq),      xt::cast<double>(g.dk),
+            xt::cast<double>(g.dv), xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
 }
 
 template <class Map, class T>

@@ -103,8 +103,8 @@ case_result run_case(index_t B, index_t H, index_t L, bool causal, bool padded) 
     const key_lengths kl(lens);
     const auto out = causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
     const auto g = causal ? a.backward(q, k, v, G, kattn::causal, kl) : a.backward(q, k, v, G, kl);
-    return {xt::cast<double>(out), xt::cast<double>(g.dq), xt::cast<double>(g.dk), xt::cast<double>(g.dv),
-            xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
+    return {xt::cast<double>(out),  xt::cast<double>(g.dq),      xt::cast<double>(g.dk),
+            xt::cast<double>(g.dv), xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
 }
 
 void check_close(const case_result& s, const case_result& r, index_t L, double tol) {
@@ -140,7 +140,8 @@ void compare_all() {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE_DEFINE("thrust backend equals the reference (double) and simd (float) backends", Map, kt_thrust_every_map) {
+TEST_CASE_TEMPLATE_DEFINE("thrust backend equals the reference (double) and simd (float) backends", Map,
+                          kt_thrust_every_map) {
     compare_all<Map>();
 }
 TEST_CASE_TEMPLATE_APPLY(kt_thrust_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);

@@ -8,8 +8,8 @@
 #include <cstdio>
 
 int main() {
-    using attn_t = kattn::linear_attention<kattn::features::favor, kattn::samplers::orthogonal_gaussian,
-                                           kattn::backends::simd>;
+    using attn_t =
+        kattn::linear_attention<kattn::features::favor, kattn::samplers::orthogonal_gaussian, kattn::backends::simd>;
     attn_t attn({.head_dim = 8, .value_dim = 4, .num_features = 32, .seed = 42});
     xt::xtensor<float, 2> q = xt::ones<float>({5, 8}), k = q, v = xt::zeros<float>({5, 4});
     for (std::size_t j = 0; j < 5; ++j) v(j, j % 4) = float(j + 1);
@@ -28,8 +28,8 @@ int main() {
     try {
         attn(q, k, xt::xtensor<float, 2>(xt::zeros<float>({5, 3})));
     } catch (const kattn::error& e) {
-        std::printf("kattn %d.%d.%d consumer ok (%s)\n", KATTN_VERSION_MAJOR, KATTN_VERSION_MINOR,
-                    KATTN_VERSION_PATCH, e.what());
+        std::printf("kattn %d.%d.%d consumer ok (%s)\n", KATTN_VERSION_MAJOR, KATTN_VERSION_MINOR, KATTN_VERSION_PATCH,
+                    e.what());
         return 0;
     }
     std::fprintf(stderr, "bad value shape did not throw kattn::error\n");

@@ -85,8 +85,8 @@ void check_map_vjp(std::uint64_t seed) {
     const auto u = pr.project(pr.x, pr.omega);
     const auto f = pr.phi(pr.x, pr.omega, pr.b);
     std::vector<double> du(P, 0.0), dx(d, 0.0), db(m, 0.0), work(std::max<index_t>(1, Map::workspace(m)), 0.0);
-    Map::template activate_vjp<ops>(pr.p, d, m, pr.x.data(), u.data(), Map::uses_bias ? pr.b.data() : nullptr,
-                                    pr.shift, f.data(), pr.dphi.data(), du.data(), dx.data(),
+    Map::template activate_vjp<ops>(pr.p, d, m, pr.x.data(), u.data(), Map::uses_bias ? pr.b.data() : nullptr, pr.shift,
+                                    f.data(), pr.dphi.data(), du.data(), dx.data(),
                                     Map::uses_bias ? db.data() : nullptr, work.data());
     std::vector<double> gx(d), gomega(d * P);
     for (index_t i = 0; i < d; ++i) {

@@ -78,7 +78,8 @@ std::vector<std::vector<std::vector<double>>> errors(const std::vector<index_t>&
     for (index_t m : ms) {
         std::vector<std::vector<double>> em;
         for (int s = 0; s < seeds; ++s) {
-            kattn::attention_config cfg{.head_dim = index_t(d), .value_dim = 1,
+            kattn::attention_config cfg{.head_dim = index_t(d),
+                                        .value_dim = 1,
                                         .num_features = Map::uses_pairs ? 2 * m : m,
                                         .seed = std::uint64_t(1000 * m + s)};
             cfg.sigma = sigma;
@@ -174,7 +175,8 @@ double nonstationary_kernel(const double* x, const double* y, std::size_t d, dou
 TEST_CASE("trig with gaussian frequencies converges to the RBF kernel at rate m^-1/2") {
     for (double sigma : {1.0, 2.0})
         check_convergence<kf::trig, ks::gaussian>(
-            "trig/gaussian", sigma, [sigma](const double* x, const double* y, std::size_t d) { return rbf(x, y, d, sigma); });
+            "trig/gaussian", sigma,
+            [sigma](const double* x, const double* y, std::size_t d) { return rbf(x, y, d, sigma); });
 }
 
 TEST_CASE("favor converges to exp(x.y) at rate m^-1/2 (gaussian and orthogonal frequencies)") {
@@ -185,7 +187,7 @@ TEST_CASE("favor converges to exp(x.y) at rate m^-1/2 (gaussian and orthogonal f
 TEST_CASE("favor_hyperbolic converges to exp(x.y) at rate m^-1/2 (gaussian and orthogonal frequencies)") {
     check_convergence<kf::favor_hyperbolic, ks::gaussian>("favor_hyperbolic/gaussian", 1.0, softmax_kernel);
     check_convergence<kf::favor_hyperbolic, ks::orthogonal_gaussian>("favor_hyperbolic/orthogonal_gaussian", 1.0,
-                                                                      softmax_kernel);
+                                                                     softmax_kernel);
 }
 
 TEST_CASE("relu converges to the arc-cosine kernel at rate m^-1/2 (gaussian and orthogonal frequencies)") {

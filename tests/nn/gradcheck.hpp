@@ -34,8 +34,8 @@ struct gradcheck_result {
 /// Relative error per entry: |a − n| / max(1e-6·scale, |a|, |n|) with scale the largest |n|.
 inline gradcheck_result check_gradients(const std::function<dtensor(const dtensor&)>& fwd,
                                         const std::function<dtensor(const dtensor&)>& bwd,
-                                        kattn::nn::parameter_list params, dtensor x, double tol = 1e-6,
-                                        int probes = 40, double h = 1e-6, bool check_x = true) {
+                                        kattn::nn::parameter_list params, dtensor x, double tol = 1e-6, int probes = 40,
+                                        double h = 1e-6, bool check_x = true) {
     const dtensor y0 = fwd(x);
     const dtensor g = randn2(y0.shape()[0], y0.shape()[1], 991);
     auto loss = [&](const dtensor& xx) {

@@ -6,7 +6,6 @@
 
 #include <cmath>
 
-
 #include <kattn/features/elu.hpp>
 #include <kattn/features/favor.hpp>
 #include <kattn/features/softplus.hpp>
@@ -204,8 +203,7 @@ TEST_CASE("nn attention layers: bad configuration and inputs throw kattn::error 
     CHECK_THROWS_WITH_AS(s.forward(nn::zeros<float>(9, 8), ctx), doctest::Contains("'x'"), kattn::error);
     auto bad = ctx;
     bad.lengths = {6, 1};
-    CHECK_THROWS_WITH_AS(s.forward(nn::zeros<float>(10, 8), bad), doctest::Contains("'context.lengths'"),
-                         kattn::error);
+    CHECK_THROWS_WITH_AS(s.forward(nn::zeros<float>(10, 8), bad), doctest::Contains("'context.lengths'"), kattn::error);
     CHECK_THROWS_WITH_AS(nn::fska_attention<float>({.dim = 8, .heads = 2, .num_pairs = 0}),
                          doctest::Contains("'num_pairs'"), kattn::error);
 }
@@ -247,8 +245,9 @@ TEST_CASE("nn attention layers: attention_entropy equals the entropy of the oper
         nn::softmax_mha<double> sn({.dim = 8, .heads = 2, .qkv = false});
         const auto a = softmax_attention<double>{}(heads(x), heads(x), eye, key_lengths(lens));
         CHECK(sn.attention_entropy(x, ctx) ==
-              doctest::Approx(entropy_of(ctx, 2, [&](index_t b, index_t h, index_t i, index_t j) { return a(b, h, i, j); }))
-                  .epsilon(1e-10));
+              doctest::Approx(entropy_of(ctx, 2, [&](index_t b, index_t h, index_t i, index_t j) {
+                  return a(b, h, i, j);
+              })).epsilon(1e-10));
     }
     {
         nn::coulomb_attention<features::softplus, double> co({.dim = 8, .heads = 2, .num_features = 16, .seed = 4});

@@ -42,9 +42,7 @@ std::string file_bytes(const std::string& path) {
 struct model {
     nn::parameter<float> w{{3, 5}}, b{{5}};
     nn::parameter<double> flow{{2, 2, 4}};
-    nn::parameter_list views() {
-        return {nn::view("enc.w", w), nn::view("enc.b", b, false), nn::view("flow.s", flow)};
-    }
+    nn::parameter_list views() { return {nn::view("enc.w", w), nn::view("enc.b", b, false), nn::view("flow.s", flow)}; }
     void randomise(std::uint64_t seed) {
         w.init_normal(1.0, seed, 1);
         b.init_normal(1e-3, seed, 2);
@@ -145,8 +143,8 @@ TEST_CASE("nn::checkpoint: a missing array, a wrong shape and a missing file nam
 TEST_CASE("nn::checkpoint: duplicate names and clashing metadata keys are rejected") {
     const std::string path = temp_path("names");
     nn::parameter<float> p({2}), q({2});
-    CHECK_THROWS_WITH_AS(nn::save_checkpoint(path, {nn::view("x", p), nn::view("x", q)}), doctest::Contains("'x' twice"),
-                         kattn::error);
+    CHECK_THROWS_WITH_AS(nn::save_checkpoint(path, {nn::view("x", p), nn::view("x", q)}),
+                         doctest::Contains("'x' twice"), kattn::error);
     CHECK_THROWS_WITH_AS(nn::save_checkpoint(path, {nn::view("", p)}), doctest::Contains("empty name"), kattn::error);
     CHECK_THROWS_WITH_AS(nn::save_checkpoint(path, {nn::view("x", p)}, {{"x", {1.0}}}), doctest::Contains("'x'"),
                          kattn::error);

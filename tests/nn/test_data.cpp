@@ -31,8 +31,8 @@ namespace {
 struct temp_dir {
     fs::path path;
     temp_dir() {
-        path = fs::temp_directory_path() / ("kattn_test_data_" + std::to_string(::getpid()) + "_" +
-                                            std::to_string(counter()++));
+        path = fs::temp_directory_path() /
+               ("kattn_test_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter()++));
         fs::create_directories(path);
     }
     ~temp_dir() {
@@ -73,7 +73,8 @@ std::vector<unsigned char> idx_image_bytes(std::uint32_t count, std::uint32_t ro
     put_u32(v, count);
     put_u32(v, rows);
     put_u32(v, cols);
-    for (std::uint32_t i = 0; i < count * rows * cols; ++i) v.push_back(static_cast<unsigned char>((i * 37 + 11) % 256));
+    for (std::uint32_t i = 0; i < count * rows * cols; ++i)
+        v.push_back(static_cast<unsigned char>((i * 37 + 11) % 256));
     return v;
 }
 
@@ -110,8 +111,9 @@ std::string data_dir() {
 const std::string fmnist_dir = "/usr/share/datasets/fashion-mnist";
 
 void require_fashion_mnist() {
-    REQUIRE_MESSAGE(fs::is_regular_file(fmnist_dir + "/train-images-idx3-ubyte.gz"),
-                    "Fashion-MNIST is missing in " << fmnist_dir << ": install the Debian package dataset-fashion-mnist");
+    REQUIRE_MESSAGE(
+        fs::is_regular_file(fmnist_dir + "/train-images-idx3-ubyte.gz"),
+        "Fashion-MNIST is missing in " << fmnist_dir << ": install the Debian package dataset-fashion-mnist");
 }
 
 }  // namespace
@@ -300,7 +302,7 @@ TEST_CASE("nn::vocabulary: ordering, min_freq, max_size, unknown words, save/loa
     CHECK(v.id("A") == nn::vocabulary::unk_id);  // id() is exact; encode() lower-cases
     CHECK(v.encode("A zzz <pad> B <unk> e") == std::vector<std::int32_t>{2, 1, 1, 3, 1, 6});
     CHECK(v.encode("").empty());
-    CHECK(nn::vocabulary::build(texts, 2).size() == 5);     // a b c
+    CHECK(nn::vocabulary::build(texts, 2).size() == 5);  // a b c
     CHECK(nn::vocabulary::build(texts, 1, 4).word(3) == "b");
     CHECK(nn::vocabulary::build(texts, 1, 4).size() == 4);
     const auto cased = nn::vocabulary::build(texts, 1, 0, false);

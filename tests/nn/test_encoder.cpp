@@ -51,13 +51,14 @@ using softmax_model = nn::sequence_classifier<nn::token_input<T>, nn::softmax_mh
 
 template <class T>
 softmax_model<T> make_softmax(bool pre_ln, double dropout, std::uint64_t seed = 1) {
-    const nn::classifier_config cfg{.encoder = {.dim = 8, .layers = 2, .ffn_hidden = 12, .dropout = dropout,
-                                                .pre_ln = pre_ln, .seed = seed},
-                                    .classes = 2, .head_hidden = 6, .seed = seed};
-    return softmax_model<T>(cfg, nn::token_input<T>({.vocab = 12, .dim = 8, .max_length = 16, .seed = seed}),
-                            [&](index_t l) {
-                                return nn::softmax_mha<T>({.dim = 8, .heads = 2, .seed = seed * 10 + std::uint64_t(l)});
-                            });
+    const nn::classifier_config cfg{
+        .encoder = {.dim = 8, .layers = 2, .ffn_hidden = 12, .dropout = dropout, .pre_ln = pre_ln, .seed = seed},
+        .classes = 2,
+        .head_hidden = 6,
+        .seed = seed};
+    return softmax_model<T>(
+        cfg, nn::token_input<T>({.vocab = 12, .dim = 8, .max_length = 16, .seed = seed}),
+        [&](index_t l) { return nn::softmax_mha<T>({.dim = 8, .heads = 2, .seed = seed * 10 + std::uint64_t(l)}); });
 }
 
 /// Central differences of L = CE(model(batch)) (+ regularization) over probes of every parameter.
@@ -77,7 +78,8 @@ double model_gradcheck(Model& model, const nn::batch& b, bool with_reg, double h
         }
         if (with_reg) {
             if constexpr (requires { model.regularization(ctx); }) {
-                if (grads) L += model.regularization(ctx);
+                if (grads)
+                    L += model.regularization(ctx);
                 else {
                     // value only: run it and discard the gradient it accumulates
                     std::vector<std::vector<double>> saved;
@@ -89,8 +91,10 @@ double model_gradcheck(Model& model, const nn::batch& b, bool with_reg, double h
                     L += model.regularization(ctx);
                     for (std::size_t k = 0; k < ps.size(); ++k)
                         for (index_t i = 0; i < ps[k].size(); ++i) {
-                            if (ps[k].is_double()) ps[k].grad64[i] = saved[k][i];
-                            else ps[k].grad[i] = float(saved[k][i]);
+                            if (ps[k].is_double())
+                                ps[k].grad64[i] = saved[k][i];
+                            else
+                                ps[k].grad[i] = float(saved[k][i]);
                         }
                 }
             }
@@ -141,13 +145,17 @@ TEST_CASE("nn::sequence_classifier: gradient of the whole model matches finite d
     }
     SUBCASE("FSKA with the KL regulariser") {
         using fska_model = nn::sequence_classifier<nn::token_input<double>, nn::fska_attention<double>, double>;
-        const nn::classifier_config cfg{.encoder = {.dim = 8, .layers = 1, .ffn_hidden = 8, .dropout = 0.1, .seed = 4},
-                                        .classes = 2, .seed = 4};
+        const nn::classifier_config cfg{
+            .encoder = {.dim = 8, .layers = 1, .ffn_hidden = 8, .dropout = 0.1, .seed = 4}, .classes = 2, .seed = 4};
         fska_model model(cfg, nn::token_input<double>({.vocab = 12, .dim = 8, .max_length = 16, .seed = 4}),
                          [](index_t l) {
-                             return nn::fska_attention<double>({.dim = 8, .heads = 2, .num_pairs = 4,
-                                                                .ngsm_components = 2, .kl_weight = 0.05,
-                                                                .kl_samples = 8, .scale = 2.0,
+                             return nn::fska_attention<double>({.dim = 8,
+                                                                .heads = 2,
+                                                                .num_pairs = 4,
+                                                                .ngsm_components = 2,
+                                                                .kl_weight = 0.05,
+                                                                .kl_samples = 8,
+                                                                .scale = 2.0,
                                                                 .seed = 40 + std::uint64_t(l)});
                          });
         CHECK(model_gradcheck(model, b, true, 1e-5) < 1e-4);
@@ -158,8 +166,8 @@ TEST_CASE("nn::trainer: a softmax and a Performer encoder learn a synthetic task
     const auto train = token_task(600, 1), dev = token_task(200, 2);
     {
         auto model = make_softmax<float>(false, 0.0);
-        nn::trainer tr(model, {.epochs = 8, .batch_size = 32, .lr = 3e-3, .warmup_fraction = 0.05, .seed = 3,
-                               .progress = false});
+        nn::trainer tr(
+            model, {.epochs = 8, .batch_size = 32, .lr = 3e-3, .warmup_fraction = 0.05, .seed = 3, .progress = false});
         const auto fit = tr.fit(train, &dev);
         REQUIRE(fit.history.size() == 8);
         CHECK(fit.history.back().train_loss < fit.history.front().train_loss);
@@ -169,10 +177,10 @@ TEST_CASE("nn::trainer: a softmax and a Performer encoder learn a synthetic task
     }
     {
         using perf = nn::sequence_classifier<nn::token_input<float>, nn::performer<float>, float>;
-        perf model({.encoder = {.dim = 16, .layers = 1, .ffn_hidden = 32, .dropout = 0.0, .seed = 2}, .classes = 2,
-                    .seed = 2},
-                   nn::token_input<float>({.vocab = 12, .dim = 16, .max_length = 16, .seed = 2}),
-                   [](index_t) { return nn::performer<float>({.dim = 16, .heads = 2, .num_features = 32, .seed = 5}); });
+        perf model(
+            {.encoder = {.dim = 16, .layers = 1, .ffn_hidden = 32, .dropout = 0.0, .seed = 2}, .classes = 2, .seed = 2},
+            nn::token_input<float>({.vocab = 12, .dim = 16, .max_length = 16, .seed = 2}),
+            [](index_t) { return nn::performer<float>({.dim = 16, .heads = 2, .num_features = 32, .seed = 5}); });
         nn::trainer tr(model, {.epochs = 8, .batch_size = 32, .lr = 3e-3, .seed = 3, .progress = false});
         tr.fit(train, &dev);
         CHECK(tr.evaluate(dev).metrics.accuracy > 0.85);
@@ -202,8 +210,9 @@ TEST_CASE("nn::trainer: the best checkpoint restores the evaluated model; early 
     const auto train = token_task(200, 3), dev = token_task(60, 4);
     const std::string path = (std::filesystem::temp_directory_path() / "kattn_trainer_ckpt.npz").string();
     auto model = make_softmax<float>(false, 0.1, 12);
-    nn::trainer tr(model, {.epochs = 30, .batch_size = 16, .lr = 3e-2, .patience = 2, .seed = 1,
-                           .progress = false, .checkpoint = path});
+    nn::trainer tr(
+        model,
+        {.epochs = 30, .batch_size = 16, .lr = 3e-2, .patience = 2, .seed = 1, .progress = false, .checkpoint = path});
     const auto fit = tr.fit(train, &dev);
     CHECK(fit.stopped_early);  // lr 3e-2 on a tiny set: dev accuracy plateaus long before 30 epochs
     CHECK(index_t(fit.history.size()) == fit.best_epoch + 2);
@@ -275,8 +284,8 @@ TEST_CASE("nn::trainer: length bucketing visits every item once per epoch and cu
     const auto train = token_task(1000, 21, 30);
     auto run = [&](index_t window) {
         recorder rec;
-        nn::trainer tr(rec, {.epochs = 1, .batch_size = 32, .clip = 0, .seed = 4, .progress = false,
-                             .bucket_window = window});
+        nn::trainer tr(
+            rec, {.epochs = 1, .batch_size = 32, .clip = 0, .seed = 4, .progress = false, .bucket_window = window});
         tr.fit(train);
         return rec;
     };

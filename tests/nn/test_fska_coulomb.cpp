@@ -46,9 +46,15 @@ TEST_CASE("nn::fska_attention: backward matches central differences (x, flows, V
         for (bool learnable_v : {false, true})
             for (bool shared : {false, true}) {
                 INFO("positive " << positive << " learnable_v " << learnable_v << " shared " << shared);
-                nn::fska_attention<double> layer({.dim = 8, .heads = 2, .num_pairs = 6, .flow_layers = 2,
-                                                  .positive = positive, .scale = 2.0, .learnable_v = learnable_v,
-                                                  .shared_flow = shared, .seed = 3});
+                nn::fska_attention<double> layer({.dim = 8,
+                                                  .heads = 2,
+                                                  .num_pairs = 6,
+                                                  .flow_layers = 2,
+                                                  .positive = positive,
+                                                  .scale = 2.0,
+                                                  .learnable_v = learnable_v,
+                                                  .shared_flow = shared,
+                                                  .seed = 3});
                 nn::parameter_list ps;
                 layer.collect(ps, "fska");
                 CHECK(ps.size() == std::size_t((shared ? 1 : 2) + (learnable_v ? 1 : 0) + 2));
@@ -108,8 +114,14 @@ TEST_CASE("nn::fska_attention: W_V is orthogonal and frozen unless learnable_v")
 }
 
 TEST_CASE("nn::fska_attention: regularization = λ·Σ KL(p_θ ‖ NGSM), its gradient matches finite differences") {
-    nn::fska_attention<double> layer({.dim = 8, .heads = 2, .num_pairs = 4, .flow_layers = 2, .ngsm_components = 3,
-                                      .kl_weight = 0.01, .kl_samples = 16, .seed = 2});
+    nn::fska_attention<double> layer({.dim = 8,
+                                      .heads = 2,
+                                      .num_pairs = 4,
+                                      .flow_layers = 2,
+                                      .ngsm_components = 3,
+                                      .kl_weight = 0.01,
+                                      .kl_samples = 16,
+                                      .seed = 2});
     nn::parameter_list ps;
     layer.collect(ps, "f");
     perturb_flows(ps);

@@ -45,8 +45,8 @@ TEST_CASE("nn::embedding: N(0,1) init, scaled row lookup, zero padding row") {
     double var = 0;
     for (double v : w) var += (v - mean) * (v - mean);
     var /= double(w.size());
-    CHECK(std::abs(mean) < 0.02);           // sd of the mean: 1/256
-    CHECK(std::abs(var - 1.0) < 0.03);      // sd of the variance: ≈ 0.0056
+    CHECK(std::abs(mean) < 0.02);       // sd of the mean: 1/256
+    CHECK(std::abs(var - 1.0) < 0.03);  // sd of the variance: ≈ 0.0056
 
     nn::embedding<double> emb({.vocab = 11, .dim = 5, .padding_index = 0, .scale = std::sqrt(5.0), .seed = 1});
     for (int c = 0; c < 5; ++c) CHECK(emb.weight().value[c] == 0.0);
@@ -54,7 +54,8 @@ TEST_CASE("nn::embedding: N(0,1) init, scaled row lookup, zero padding row") {
     const auto y = emb.forward(ids);
     REQUIRE(y.shape()[0] == 4);
     for (int r = 0; r < 4; ++r)
-        for (int c = 0; c < 5; ++c) CHECK(y(r, c) == doctest::Approx(std::sqrt(5.0) * emb.weight().value[ids[r] * 5 + c]).epsilon(1e-15));
+        for (int c = 0; c < 5; ++c)
+            CHECK(y(r, c) == doctest::Approx(std::sqrt(5.0) * emb.weight().value[ids[r] * 5 + c]).epsilon(1e-15));
 }
 
 TEST_CASE("nn::embedding: backward matches central differences, padding row gets no gradient") {
@@ -65,8 +66,11 @@ TEST_CASE("nn::embedding: backward matches central differences, padding row gets
     CHECK(ps[0].name == "emb.weight");
     const std::vector<std::int32_t> ids{1, 2, 8, 1, 1, 0, 2, 5};
     auto r = kt::check_gradients([&](const kt::dtensor&) { return emb.forward(ids); },
-                                 [&](const kt::dtensor& g) { emb.backward(g); return g; }, ps,
-                                 kt::randn2(1, 1, 0), 1e-6, 60, 1e-6, false);
+                                 [&](const kt::dtensor& g) {
+                                     emb.backward(g);
+                                     return g;
+                                 },
+                                 ps, kt::randn2(1, 1, 0), 1e-6, 60, 1e-6, false);
     CHECK(r.max_err_p < 1e-6);
     for (int c = 0; c < 6; ++c) CHECK(emb.weight().grad[2 * 6 + c] == 0.0);
     // Padding ids embed to zero even if the padding row was changed (e.g. by a checkpoint).
@@ -100,8 +104,8 @@ TEST_CASE("nn::embedding: bad ids and configuration throw kattn::error") {
 
 TEST_CASE("nn::patch_embedding: raster-order patches and the shared projection") {
     const index_t H = 6, W = 8, ph = 2, pw = 4, B = 3;
-    nn::patch_embedding<double> pe({.image_height = H, .image_width = W, .patch_height = ph, .patch_width = pw,
-                                    .dim = 5, .seed = 2});
+    nn::patch_embedding<double> pe(
+        {.image_height = H, .image_width = W, .patch_height = ph, .patch_width = pw, .dim = 5, .seed = 2});
     CHECK(pe.tokens() == 6);
     const auto img = kt::randn2(B, H * W, 8);
     // Independent construction: scatter each pixel into its patch.
@@ -116,8 +120,8 @@ TEST_CASE("nn::patch_embedding: raster-order patches and the shared projection")
     CHECK(tok == ref);
 
     // Rows as tokens: patch 1 × W, token t = image row t.
-    nn::patch_embedding<double> rows({.image_height = H, .image_width = W, .patch_height = 1, .patch_width = W,
-                                      .dim = 3, .seed = 2});
+    nn::patch_embedding<double> rows(
+        {.image_height = H, .image_width = W, .patch_height = 1, .patch_width = W, .dim = 3, .seed = 2});
     CHECK(rows.tokens() == H);
     const auto p = rows.patches(img);
     for (index_t b = 0; b < B; ++b)
@@ -126,22 +130,25 @@ TEST_CASE("nn::patch_embedding: raster-order patches and the shared projection")
 }
 
 TEST_CASE("nn::patch_embedding: backward matches central differences; errors") {
-    nn::patch_embedding<double> pe({.image_height = 4, .image_width = 6, .patch_height = 2, .patch_width = 3,
-                                    .dim = 7, .seed = 5});
+    nn::patch_embedding<double> pe(
+        {.image_height = 4, .image_width = 6, .patch_height = 2, .patch_width = 3, .dim = 7, .seed = 5});
     nn::parameter_list ps;
     pe.collect(ps, "patch");
     REQUIRE(ps.size() == 2);
     CHECK(ps[0].name == "patch.weight");
     const auto img = kt::randn2(3, 24, 9);
     auto r = kt::check_gradients([&](const kt::dtensor&) { return pe.forward(img); },
-                                 [&](const kt::dtensor& g) { pe.backward(g); return g; }, ps, img, 1e-6, 40, 1e-6,
-                                 false);
+                                 [&](const kt::dtensor& g) {
+                                     pe.backward(g);
+                                     return g;
+                                 },
+                                 ps, img, 1e-6, 40, 1e-6, false);
     CHECK(r.max_err_p < 1e-6);
-    CHECK_THROWS_WITH_AS(nn::patch_embedding<float>({.image_height = 28, .image_width = 28, .patch_height = 5,
-                                                     .patch_width = 4, .dim = 8}),
+    CHECK_THROWS_WITH_AS(nn::patch_embedding<float>(
+                             {.image_height = 28, .image_width = 28, .patch_height = 5, .patch_width = 4, .dim = 8}),
                          doctest::Contains("'patch_height'"), kattn::error);
-    CHECK_THROWS_WITH_AS(nn::patch_embedding<float>({.image_height = 28, .image_width = 28, .patch_height = 4,
-                                                     .patch_width = 3, .dim = 8}),
+    CHECK_THROWS_WITH_AS(nn::patch_embedding<float>(
+                             {.image_height = 28, .image_width = 28, .patch_height = 4, .patch_width = 3, .dim = 8}),
                          doctest::Contains("'patch_width'"), kattn::error);
     CHECK_THROWS_WITH_AS(pe.forward(kt::randn2(2, 23, 1)), doctest::Contains("'images'"), kattn::error);
 }
@@ -158,7 +165,8 @@ TEST_CASE("nn::sinusoidal_positions: Vaswani's closed form, added per token, ide
         CHECK(pe(t, 1) == doctest::Approx(std::cos(double(t))));
         CHECK(pe(t, 8) == doctest::Approx(std::sin(double(t) / std::pow(10000.0, 0.8))));
         CHECK(pe(t, 9) == doctest::Approx(std::cos(double(t) / std::pow(10000.0, 0.8))));
-        for (index_t i = 0; i < D; i += 2) CHECK(pe(t, i) * pe(t, i) + pe(t, i + 1) * pe(t, i + 1) == doctest::Approx(1.0));
+        for (index_t i = 0; i < D; i += 2)
+            CHECK(pe(t, i) * pe(t, i) + pe(t, i + 1) * pe(t, i + 1) == doctest::Approx(1.0));
     }
     const auto ctx = make_ctx(3, 7);
     const auto x = kt::randn2(21, D, 4);
@@ -203,8 +211,9 @@ TEST_CASE("nn::layer_norm: normalised rows, naive agreement, exact backward") {
         for (index_t c = 0; c < D; ++c) v += (x(r, c) - m) * (x(r, c) - m);
         v /= D;
         for (index_t c = 0; c < D; ++c)
-            CHECK(y2(r, c) == doctest::Approx((x(r, c) - m) / std::sqrt(v + 1e-5) * ln.weight().value[c] +
-                                              ln.bias().value[c]).epsilon(1e-12));
+            CHECK(y2(r, c) ==
+                  doctest::Approx((x(r, c) - m) / std::sqrt(v + 1e-5) * ln.weight().value[c] + ln.bias().value[c])
+                      .epsilon(1e-12));
     }
     nn::parameter_list ps;
     ln.collect(ps, "norm");
@@ -232,8 +241,10 @@ TEST_CASE("nn::dropout: inverted scaling, statistics, identity at evaluation") {
     std::size_t zeros = 0;
     double sum = 0;
     for (double v : y) {
-        if (v == 0) ++zeros;
-        else CHECK(v == 1.0 / (1.0 - p));
+        if (v == 0)
+            ++zeros;
+        else
+            CHECK(v == 1.0 / (1.0 - p));
         sum += v;
     }
     const double n = double(y.size());
@@ -242,7 +253,8 @@ TEST_CASE("nn::dropout: inverted scaling, statistics, identity at evaluation") {
     CHECK(std::abs(sum / n - 1.0) < 0.008);
     // Mask = the documented formula: u_i = w_i·2⁻³², w_i the 32-bit halves of SplitMix64 outputs.
     const auto word = [](std::uint64_t seed, std::uint64_t step, std::size_t i) {
-        const std::uint64_t key = nn::detail::mix64(nn::detail::step_seed(seed, step) ^ nn::detail::mix64(nn::dropout_stream));
+        const std::uint64_t key =
+            nn::detail::mix64(nn::detail::step_seed(seed, step) ^ nn::detail::mix64(nn::dropout_stream));
         const std::uint64_t h = nn::detail::mix64(key + std::uint64_t(i / 2) * 0x9E3779B97F4A7C15ull);
         return std::uint32_t(i % 2 == 0 ? h & 0xFFFFFFFFull : h >> 32);
     };
@@ -252,7 +264,8 @@ TEST_CASE("nn::dropout: inverted scaling, statistics, identity at evaluation") {
     CHECK(mismatches == 0);
     nn::dropout<double> odd({.p = 0.5, .seed = 8});  // odd element count: the last pair is half used
     odd.forward(kt::randn2(3, 5, 1), make_ctx(3, 1, {}, true, 0));
-    for (std::size_t i = 0; i < 15; ++i) CHECK((odd.mask()[i] == 0.0) == (std::ldexp(double(word(8, 0, i)), -32) < 0.5));
+    for (std::size_t i = 0; i < 15; ++i)
+        CHECK((odd.mask()[i] == 0.0) == (std::ldexp(double(word(8, 0, i)), -32) < 0.5));
     // Spanning several internal blocks with an odd tail: 1 and 2 threads, and the formula, agree.
     nn::dropout<float> wide({.p = 0.2, .seed = 77});
     const nn::tensor<float> xw = nn::zeros<float>(131, 257);
@@ -290,12 +303,12 @@ TEST_CASE("nn::dropout: backward reuses the mask; masks keyed by (seed, step), t
     }
     const auto mask17 = drop.mask();
     drop.forward(x, train);
-    CHECK(drop.mask() == mask17);                                  // same seed + step
+    CHECK(drop.mask() == mask17);  // same seed + step
     drop.forward(x, make_ctx(64, 1, {}, true, 18));
-    CHECK(drop.mask() != mask17);                                  // next step
+    CHECK(drop.mask() != mask17);  // next step
     nn::dropout<double> other({.p = 0.5, .seed = 4});
     other.forward(x, train);
-    CHECK(other.mask() != mask17);                                 // other seed
+    CHECK(other.mask() != mask17);  // other seed
     // Large enough to run in parallel: 1 and 2 threads agree.
     nn::dropout<float> f({.p = 0.1, .seed = 9});
     nn::tensor<float> big = nn::zeros<float>(300, 200);
@@ -391,8 +404,7 @@ TEST_CASE("nn::mean_pooling: mean over valid tokens, gradient spread over valid 
     const auto dx = pool.backward(dy);
     for (index_t b = 0; b < B; ++b)
         for (index_t t = 0; t < L; ++t)
-            for (index_t c = 0; c < D; ++c)
-                CHECK(dx(b * L + t, c) == (t < lens[b] ? dy(b, c) / double(lens[b]) : 0.0));
+            for (index_t c = 0; c < D; ++c) CHECK(dx(b * L + t, c) == (t < lens[b] ? dy(b, c) / double(lens[b]) : 0.0));
     auto r = kt::check_gradients([&](const kt::dtensor& xx) { return pool.forward(xx, ctx); },
                                  [&](const kt::dtensor& g) { return pool.backward(g); }, {}, x);
     CHECK(r.max_err_x < 1e-6);
@@ -421,8 +433,8 @@ TEST_CASE("nn::classifier_head: single linear and MLP, backward matches central 
         CHECK(r.max_err_x < 1e-6);
         CHECK(r.max_err_p < 1e-6);
     }
-    nn::classifier_head<double> h({.dim = D, .hidden = 16, .classes = C, .activation = nn::activation_kind::gelu,
-                                   .dropout = 0.3, .seed = 3});
+    nn::classifier_head<double> h(
+        {.dim = D, .hidden = 16, .classes = C, .activation = nn::activation_kind::gelu, .dropout = 0.3, .seed = 3});
     nn::parameter_list ps;
     h.collect(ps, "head");
     REQUIRE(ps.size() == 4);

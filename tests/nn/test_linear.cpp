@@ -33,8 +33,7 @@ TEST_CASE("nn::linear: backward matches central differences") {
         lin.collect(ps, "lin");
         CHECK(ps.size() == (bias ? 2u : 1u));
         auto r = kt::check_gradients([&](const kt::dtensor& x) { return lin.forward(x); },
-                                     [&](const kt::dtensor& g) { return lin.backward(g); }, ps,
-                                     kt::randn2(130, 23, 2));
+                                     [&](const kt::dtensor& g) { return lin.backward(g); }, ps, kt::randn2(130, 23, 2));
         CHECK(r.max_err_x < 1e-6);
         CHECK(r.max_err_p < 1e-6);
     }

@@ -18,8 +18,8 @@ namespace {
 std::span<const double> sp(const std::vector<double>& v) { return {v.data(), v.size()}; }
 
 // 6 items, 3 classes. argmax: [0, 1, 1, 1, 2, 0] against labels [0, 0, 1, 1, 2, 2].
-const std::vector<double> p6 = {0.7, 0.2, 0.1,  0.3, 0.6, 0.1,    0.1, 0.8, 0.1,
-                                0.25, 0.5, 0.25, 0.2, 0.2, 0.6,  0.5, 0.1, 0.4};
+const std::vector<double> p6 = {0.7,  0.2, 0.1,  0.3, 0.6, 0.1, 0.1, 0.8, 0.1,
+                                0.25, 0.5, 0.25, 0.2, 0.2, 0.6, 0.5, 0.1, 0.4};
 const std::vector<int> y6 = {0, 0, 1, 1, 2, 2};
 
 }  // namespace
@@ -32,8 +32,8 @@ TEST_CASE("nn::metrics: hand-computed 3-class case") {
     // class 2: tp 1, fp 0, fn 1 → 2/3; macro = (0.5 + 0.8 + 2/3)/3
     CHECK(m.macro_f1 == doctest::Approx((0.5 + 0.8 + 2.0 / 3.0) / 3.0).epsilon(1e-14));
     // log-loss: −(ln .7 + ln .3 + ln .8 + ln .5 + ln .6 + ln .4)/6
-    const double ll = -(std::log(0.7) + std::log(0.3) + std::log(0.8) + std::log(0.5) + std::log(0.6) +
-                        std::log(0.4)) / 6.0;
+    const double ll =
+        -(std::log(0.7) + std::log(0.3) + std::log(0.8) + std::log(0.5) + std::log(0.6) + std::log(0.4)) / 6.0;
     CHECK(m.log_loss == doctest::Approx(ll).epsilon(1e-14));
     // Brier per item: .14, .86, .06, .375, .24, .62 → 2.295/6
     CHECK(m.brier == doctest::Approx(2.295 / 6.0).epsilon(1e-14));

@@ -40,7 +40,11 @@ TEST_CASE("nn::progress_bar: plain mode prints a bounded number of lines") {
     CHECK(lines.size() <= 12u);
     for (int k = 1; k <= 10; ++k) {
         CHECK(lines[k - 1].rfind("train [", 0) == 0);
-        const std::string want = std::string(" ").append(std::to_string(10 * k)).append("% ").append(std::to_string(100 * k)).append("/1000");
+        const std::string want = std::string(" ")
+                                     .append(std::to_string(10 * k))
+                                     .append("% ")
+                                     .append(std::to_string(100 * k))
+                                     .append("/1000");
         CHECK(has(lines[k - 1], want));
     }
     // 10 %: ETA = 1 s · 900/100 = 9 s; 10k tokens per second
@@ -49,7 +53,8 @@ TEST_CASE("nn::progress_bar: plain mode prints a bounded number of lines") {
     CHECK(has(lines[0], "[##..................]"));
     CHECK_FALSE(has(lines[9], "ETA"));
     // finish: the final line with the elapsed time
-    CHECK(lines[10] == "train [####################] 100% 1000/1000 loss 0.0010 acc 0.500 10.0k tok/s elapsed 00:00:10");
+    CHECK(lines[10] ==
+          "train [####################] 100% 1000/1000 loss 0.0010 acc 0.500 10.0k tok/s elapsed 00:00:10");
 }
 
 TEST_CASE("nn::progress_bar: plain mode with other totals and intervals") {

@@ -69,7 +69,8 @@ TEST_CASE("nn::cross_entropy: dlogits is the gradient of the mean loss") {
             zp.data()[i] += h;
             zm.data()[i] -= h;
             const double fd = (nn::cross_entropy(zp, std::span<const int>(y), eps).loss -
-                               nn::cross_entropy(zm, std::span<const int>(y), eps).loss) / (2 * h);
+                               nn::cross_entropy(zm, std::span<const int>(y), eps).loss) /
+                              (2 * h);
             worst = std::max(worst, std::abs(fd - r.dlogits.data()[i]));
         }
         CHECK(worst < 1e-8);
@@ -100,7 +101,8 @@ TEST_CASE("nn::warmup_cosine: closed-form values") {
     CHECK(s.lr(10) == doctest::Approx(base).epsilon(1e-15));
     CHECK(s.lr(35) == doctest::Approx(mn + (base - mn) * 0.5 * (1 + std::cos(std::numbers::pi / 4))).epsilon(1e-14));
     CHECK(s.lr(60) == doctest::Approx(mn + (base - mn) * 0.5).epsilon(1e-14));
-    CHECK(s.lr(109) == doctest::Approx(mn + (base - mn) * 0.5 * (1 + std::cos(std::numbers::pi * 0.99))).epsilon(1e-13));
+    CHECK(s.lr(109) ==
+          doctest::Approx(mn + (base - mn) * 0.5 * (1 + std::cos(std::numbers::pi * 0.99))).epsilon(1e-13));
     CHECK(s.lr(110) == mn);
     CHECK(s(5000) == mn);
     for (std::int64_t t = 0; t < 9; ++t) CHECK(s.lr(t + 1) > s.lr(t));

@@ -106,23 +106,20 @@ TEST_CASE("gaussian: deterministic, seed-dependent, float = cast of double") {
 TEST_CASE("gaussian: bad arguments throw kattn::error naming the argument") {
     std::vector<double> out(64);
     auto call = [&](double sigma, index_t dim, index_t count, double* ptr) {
-        return error_message([&] {
-            kattn::samplers::gaussian::sample(kattn::sampler_params{sigma}, dim, count, 1, ptr);
-        });
+        return error_message(
+            [&] { kattn::samplers::gaussian::sample(kattn::sampler_params{sigma}, dim, count, 1, ptr); });
     };
-    for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(),
-                       std::numeric_limits<double>::quiet_NaN()}) {
+    for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
         CHECK(call(bad, 4, 4, out.data()).find("'sigma'") != std::string::npos);
     }
     CHECK(call(1.0, 0, 4, out.data()).find("'dim'") != std::string::npos);
     CHECK(call(1.0, -3, 4, out.data()).find("'dim'") != std::string::npos);
     CHECK(call(1.0, 4, 0, out.data()).find("'num_features'") != std::string::npos);
     CHECK(call(1.0, 4, -1, out.data()).find("'num_features'") != std::string::npos);
-    CHECK(call(1.0, std::numeric_limits<index_t>::max() / 2, 4, out.data())
-              .find("'num_features'") != std::string::npos);
+    CHECK(call(1.0, std::numeric_limits<index_t>::max() / 2, 4, out.data()).find("'num_features'") !=
+          std::string::npos);
     CHECK(call(1.0, 4, 4, nullptr).find("'out'") != std::string::npos);
-    CHECK_THROWS_AS(kattn::samplers::gaussian::sample(kattn::sampler_params{0.0}, 4, 4, 1,
-                                                      out.data()),
+    CHECK_THROWS_AS(kattn::samplers::gaussian::sample(kattn::sampler_params{0.0}, 4, 4, 1, out.data()),
                     std::invalid_argument);
     CHECK(call(1.0, 4, 4, out.data()) == "<no kattn::error thrown>");
 }

@@ -219,15 +219,15 @@ using kernel_fn = std::function<double(const double*, const double*)>;
 
 /// est[m index][seed][pair]: features(x)·features(y) of linear_attention<Map, gmm>.
 template <class Map>
-std::vector<std::vector<vec>> estimates(const ks::gmm& g, const std::vector<index_t>& ms, int seeds,
-                                        const pairs_t& p) {
+std::vector<std::vector<vec>> estimates(const ks::gmm& g, const std::vector<index_t>& ms, int seeds, const pairs_t& p) {
     using op_t = kattn::linear_attention<Map, ks::gmm, kattn::backends::reference, double>;
     const std::size_t d = p.x.shape()[1], n = p.x.shape()[0];
     std::vector<std::vector<vec>> est;
     for (index_t m : ms) {
         std::vector<vec> em;
         for (int s = 0; s < seeds; ++s) {
-            kattn::attention_config cfg{.head_dim = index_t(d), .value_dim = 1,
+            kattn::attention_config cfg{.head_dim = index_t(d),
+                                        .value_dim = 1,
                                         .num_features = Map::uses_pairs ? 2 * m : m,
                                         .seed = std::uint64_t(7919 * m + s)};
             const op_t op(cfg, g);
@@ -432,7 +432,8 @@ TEST_CASE("gmm: log_prob equals the written-out density") {
     sf.diagonal = false;
     const auto gf = sf.make();
     const auto pts = kt::randn<double, 2>({5, 3}, 77, 1.2);
-    for (std::size_t r = 0; r < 5; ++r) CHECK(gd.log_prob(&pts(r, 0)) == doctest::Approx(gf.log_prob(&pts(r, 0))).epsilon(1e-12));
+    for (std::size_t r = 0; r < 5; ++r)
+        CHECK(gd.log_prob(&pts(r, 0)) == doctest::Approx(gf.log_prob(&pts(r, 0))).epsilon(1e-12));
 
     // Far in the tail: finite (log-sum-exp), no underflow to -inf.
     const double far[3] = {60.0, -80.0, 45.0};
@@ -494,7 +495,8 @@ TEST_CASE("gmm: sample_backward matches finite differences of a loss of the samp
                 spec sp = s0, sm = s0;
                 sp.means[c][i] += h;
                 sm.means[c][i] -= h;
-                CHECK(grad.mean[c * D + i] == doctest::Approx((loss(sp) - loss(sm)) / (2 * h)).epsilon(1e-6).scale(1.0));
+                CHECK(grad.mean[c * D + i] ==
+                      doctest::Approx((loss(sp) - loss(sm)) / (2 * h)).epsilon(1e-6).scale(1.0));
                 for (index_t j = 0; j <= i; ++j) {
                     if (s0.diagonal && j != i) continue;
                     sp = s0;
@@ -502,16 +504,19 @@ TEST_CASE("gmm: sample_backward matches finite differences of a loss of the samp
                     sp.chol[c][i * D + j] += h;
                     sm.chol[c][i * D + j] -= h;
                     const double fd = (loss(sp) - loss(sm)) / (2 * h);
-                    const double an = s0.diagonal || j == i ? grad.scale[c * D + i] : grad.cholesky[(c * D + i) * D + j];
+                    const double an =
+                        s0.diagonal || j == i ? grad.scale[c * D + i] : grad.cholesky[(c * D + i) * D + j];
                     CHECK(an == doctest::Approx(fd).epsilon(1e-6).scale(1.0));
-                    if (!s0.diagonal) CHECK(grad.cholesky[(c * D + i) * D + j] == doctest::Approx(fd).epsilon(1e-6).scale(1.0));
+                    if (!s0.diagonal)
+                        CHECK(grad.cholesky[(c * D + i) * D + j] == doctest::Approx(fd).epsilon(1e-6).scale(1.0));
                 }
                 // log-variance: L_ii = exp(½ log s) perturbed multiplicatively.
                 sp = s0;
                 sm = s0;
                 sp.chol[c][i * D + i] *= std::exp(0.5 * h);
                 sm.chol[c][i * D + i] *= std::exp(-0.5 * h);
-                CHECK(grad.log_var[c * D + i] == doctest::Approx((loss(sp) - loss(sm)) / (2 * h)).epsilon(1e-6).scale(1.0));
+                CHECK(grad.log_var[c * D + i] ==
+                      doctest::Approx((loss(sp) - loss(sm)) / (2 * h)).epsilon(1e-6).scale(1.0));
             }
         }
         if (s0.diagonal) CHECK(grad.cholesky.empty());
@@ -613,8 +618,10 @@ TEST_CASE("gmm: NGSM blocks have the documented cross-covariance rho*sqrt(s1*s2)
     for (index_t i = 0; i < D; ++i)
         for (index_t j = 0; j < D; ++j) {
             double want = 0;
-            if (i == j) want = i < d ? std::sqrt(s1[i]) : std::sqrt(1 - rho * rho) * std::sqrt(s2[i - d]);
-            else if (i == j + d) want = rho * std::sqrt(s2[j]);
+            if (i == j)
+                want = i < d ? std::sqrt(s1[i]) : std::sqrt(1 - rho * rho) * std::sqrt(s2[i - d]);
+            else if (i == j + d)
+                want = rho * std::sqrt(s2[j]);
             CHECK(L[i * D + j] == doctest::Approx(want).epsilon(1e-15));
         }
     const auto w = draw(g, n, 808);
@@ -684,7 +691,11 @@ TEST_CASE("gmm: bad inputs throw kattn::error naming the argument") {
     check_error([&] { ks::gmm::diagonal({NAN}, mu, var); }, {"'weights'"});
     check_error([&] { ks::gmm::diagonal({1.0, 1.0}, mu, var); }, {"'means'", "2 mean vectors"});
     check_error([&] { ks::gmm::diagonal({1.0}, {{}}, {{}}); }, {"'means'", ">= 1"});
-    check_error([&] { ks::gmm::diagonal({1.0, 1.0}, {{0.0, 1.0}, {1.0}}, {{1.0, 1.0}, {1.0}}); }, {"'means'", "dimension 2"});
+    check_error(
+        [&] {
+            ks::gmm::diagonal({1.0, 1.0}, {{0.0, 1.0}, {1.0}}, {{1.0, 1.0}, {1.0}});
+        },
+        {"'means'", "dimension 2"});
     check_error([&] { ks::gmm::diagonal({1.0}, {{0.0, INFINITY}}, var); }, {"'means'", "finite"});
     check_error([&] { ks::gmm::diagonal({1.0}, mu, {{1.0, 0.0}}); }, {"'covariances'", "> 0"});
     check_error([&] { ks::gmm::diagonal({1.0}, mu, {{1.0}}); }, {"'covariances'"});

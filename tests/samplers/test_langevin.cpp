@@ -227,8 +227,9 @@ TEST_CASE("langevin: centred kernel-target alignment equals the explicit n x n c
     CHECK(b.kta() == doctest::Approx(naive_kta(operator_features(b, x, 4), y, n_cls)).epsilon(1e-10));
     // the history records it at every kta_interval-th step
     const auto r = b.step();
-    CHECK(r.kta == doctest::Approx(naive_kta(operator_features(ks::langevin<kf::trig>(d_in, n_part, {}, 4), x, 4), y, n_cls))
-                       .epsilon(1e-10));
+    CHECK(r.kta ==
+          doctest::Approx(naive_kta(operator_features(ks::langevin<kf::trig>(d_in, n_part, {}, 4), x, 4), y, n_cls))
+              .epsilon(1e-10));
 }
 
 TEST_CASE("langevin: without noise or repulsion the energy decreases monotonically") {
@@ -441,8 +442,14 @@ TEST_CASE("langevin: bad inputs throw kattn::error naming the argument") {
     kt::check_error([&] { L(3, 4, with([](auto& o) { o.beta = std::nan(""); })); }, {"beta"});
     kt::check_error([&] { L(3, 4, with([](auto& o) { o.beta = -1; })); }, {"beta"});
     kt::check_error([&] { L(3, 4, with([](auto& o) { o.lambda = -0.1; })); }, {"lambda"});
-    kt::check_error([&] { L(3, 4, with([](auto& o) { o.potential = ks::repulsion::riesz; o.riesz_s = 0; })); },
-                    {"riesz_s"});
+    kt::check_error(
+        [&] {
+            L(3, 4, with([](auto& o) {
+                  o.potential = ks::repulsion::riesz;
+                  o.riesz_s = 0;
+              }));
+        },
+        {"riesz_s"});
     kt::check_error([&] { L(1, 4, with([](auto& o) { o.potential = ks::repulsion::coulomb; })); }, {"potential"});
     kt::check_error([&] { L(3, 4, with([](auto& o) { o.softening = 0; })); }, {"softening"});
     kt::check_error([&] { L(3, 4, with([](auto& o) { o.radius = 0; })); }, {"radius"});
@@ -452,29 +459,48 @@ TEST_CASE("langevin: bad inputs throw kattn::error naming the argument") {
     kt::check_error([&] { L(3, 4, with([](auto& o) { o.tolerance = -1; })); }, {"tolerance"});
     kt::check_error([&] { L(3, 4, with([](auto& o) { o.features.temperature = 0; })); }, {"temperature"});
     kt::check_error([] { L(3, mat(xt::zeros<double>({4, 2}))); }, {"particles", "[4, 2]"});
-    kt::check_error([] {
-        mat w = xt::zeros<double>({4, 3});
-        w(1, 1) = std::nan("");
-        L(3, w);
-    }, {"particles", "finite"});
+    kt::check_error(
+        [] {
+            mat w = xt::zeros<double>({4, 3});
+            w(1, 1) = std::nan("");
+            L(3, w);
+        },
+        {"particles", "finite"});
 
     L lv(3, 4, {}, 1);
     kt::check_error([&] { lv.step(); }, {"x", "set_data"});
     kt::check_error([&] { lv.set_data(mat(xt::zeros<double>({5, 2})), std::vector<int>(5, 0)); }, {"x", "[5, 2]"});
     kt::check_error([&] { lv.set_data(mat(xt::zeros<double>({5, 3})), std::vector<int>(4, 0)); }, {"labels"});
-    kt::check_error([&] { lv.set_data(mat(xt::zeros<double>({5, 3})), std::vector<int>{0, 1, -1, 0, 1}); },
-                    {"labels", ">= 0"});
-    kt::check_error([&] { lv.set_data(mat(xt::zeros<double>({5, 3})), std::vector<int>{0, 1, 3, 0, 1}, 2); },
-                    {"labels", "num_classes"});
-    kt::check_error([] {
-        L s(3, 4, []{ ks::langevin_options o; o.labels = ks::label_coding::simplex; return o; }(), 1);
-        s.set_data(mat(xt::zeros<double>({5, 3})), std::vector<int>(5, 0));
-    }, {"num_classes", ">= 2"});
-    kt::check_error([&] {
-        mat x = xt::zeros<double>({5, 3});
-        x(2, 0) = INFINITY;
-        lv.set_data(x, std::vector<int>(5, 0));
-    }, {"x", "finite"});
+    kt::check_error(
+        [&] {
+            lv.set_data(mat(xt::zeros<double>({5, 3})), std::vector<int>{0, 1, -1, 0, 1});
+        },
+        {"labels", ">= 0"});
+    kt::check_error(
+        [&] {
+            lv.set_data(mat(xt::zeros<double>({5, 3})), std::vector<int>{0, 1, 3, 0, 1}, 2);
+        },
+        {"labels", "num_classes"});
+    kt::check_error(
+        [] {
+            L s(
+                3, 4,
+                [] {
+                    ks::langevin_options o;
+                    o.labels = ks::label_coding::simplex;
+                    return o;
+                }(),
+                1);
+            s.set_data(mat(xt::zeros<double>({5, 3})), std::vector<int>(5, 0));
+        },
+        {"num_classes", ">= 2"});
+    kt::check_error(
+        [&] {
+            mat x = xt::zeros<double>({5, 3});
+            x(2, 0) = INFINITY;
+            lv.set_data(x, std::vector<int>(5, 0));
+        },
+        {"x", "finite"});
     std::vector<double> out(100);
     kt::check_error([&] { lv.sample<double>({}, 3, 5, 0, out.data()); }, {"num_features", "N = 4"});
     kt::check_error([&] { lv.sample<double>({}, 2, 4, 0, out.data()); }, {"dim", "3"});

@@ -247,15 +247,13 @@ TEST_CASE("orthogonal_gaussian: bad arguments throw kattn::error naming the argu
         }
         return "";
     };
-    for (double bad : {0.0, -2.0, std::numeric_limits<double>::infinity(),
-                       std::numeric_limits<double>::quiet_NaN()}) {
+    for (double bad : {0.0, -2.0, std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
         CHECK(msg({bad}, 4, 4, out.data()).find("'sigma'") != std::string::npos);
     }
     CHECK(msg({}, 0, 4, out.data()).find("'dim'") != std::string::npos);
     CHECK(msg({}, 4, 0, out.data()).find("'num_features'") != std::string::npos);
     CHECK(msg({}, 4, -2, out.data()).find("'num_features'") != std::string::npos);
     CHECK(msg({}, 4, 4, nullptr).find("'out'") != std::string::npos);
-    CHECK(msg({1.0, static_cast<orthogonal_norms>(7)}, 4, 4, out.data()).find("'norms'") !=
-          std::string::npos);
+    CHECK(msg({1.0, static_cast<orthogonal_norms>(7)}, 4, 4, out.data()).find("'norms'") != std::string::npos);
     CHECK(msg({}, 4, 4, out.data()).empty());
 }

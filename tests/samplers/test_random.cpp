@@ -56,11 +56,10 @@ TEST_CASE("random_stream: reproduces a direct r123::Philox4x32 call bit-for-bit"
     const kattn::random_stream rng(seed, stream);
     r123::Philox4x32 philox;
     const r123::Philox4x32::key_type key = {{0x89abcdefu, 0x01234567u}};
-    for (std::uint64_t j : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{12345},
-                            std::uint64_t{0x1'0000'0002ull}}) {
+    for (std::uint64_t j :
+         {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{12345}, std::uint64_t{0x1'0000'0002ull}}) {
         const r123::Philox4x32::ctr_type ctr = {
-            {static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(j >> 32), 0x76543210u,
-             0xfedcba98u}};
+            {static_cast<std::uint32_t>(j), static_cast<std::uint32_t>(j >> 32), 0x76543210u, 0xfedcba98u}};
         const auto x = philox(ctr, key);
         for (unsigned w = 0; w < 4; ++w) CHECK(rng.bits(4 * j + w) == x.v[w]);
         // uniform(2j), uniform(2j+1) from the 64-bit words x1:x0 and x3:x2

@@ -108,9 +108,7 @@ struct diag_mixture {
 
 /// NGSM-like mixture for d = 2 (D = 4 = (ω₁, ω₂)): two components, unequal weights.
 diag_mixture test_mixture() {
-    return {{0.6, 0.4},
-            {{1.0, 0.5, -1.0, 0.5}, {-1.0, -0.5, 1.0, -0.5}},
-            {{0.5, 0.6, 0.5, 0.7}, {0.7, 0.5, 0.6, 0.5}}};
+    return {{0.6, 0.4}, {{1.0, 0.5, -1.0, 0.5}, {-1.0, -0.5, 1.0, -0.5}}, {{0.5, 0.6, 0.5, 0.7}, {0.7, 0.5, 0.6, 0.5}}};
 }
 
 /// Largest |a − b| relative to max |b| (plus an absolute floor).
@@ -345,7 +343,7 @@ TEST_CASE("realnvp: maximum likelihood on a 2-component mixture (D = 4) reaches 
     const auto hist = f.fit(train, 200, 256, kattn::optim::adam_config{.lr = 5e-3}, 3);
     const double nll = -xt::mean(f.log_prob(held))();
     INFO("true NLL ", true_nll, ", flow held-out NLL ", nll0, " -> ", nll, ", train NLL ", hist.front(), " -> ",
-            hist.back());
+         hist.back());
     CHECK(hist.size() == 200);
     CHECK(hist.back() < hist.front());
     CHECK(nll < true_nll + 0.1);
@@ -389,8 +387,8 @@ TEST_CASE("realnvp: sampling is deterministic, reparameterised, float = cast of 
 }
 
 TEST_CASE("realnvp: an identity flow reproduces samplers::gaussian's Omega exactly in linear_attention") {
-    using kattn::features::nonstationary;
     using kattn::backends::reference;
+    using kattn::features::nonstationary;
     const kattn::attention_config cfg{.head_dim = 3, .value_dim = 2, .num_features = 8, .seed = 5};
     realnvp flow({.dim = 6, .layers = 3, .seed = 1});
     kattn::linear_attention<nonstationary, realnvp, reference, double> a_flow(cfg, flow);
@@ -481,10 +479,14 @@ TEST_CASE("realnvp: save/load round-trips exactly; bad files throw kattn::error 
                 for (const char* part : {"w1", "b1", "w2", "b2"}) {
                     const std::string name = "layer" + std::to_string(l) + "_" + net + "_" + part;
                     std::vector<std::size_t> shape;
-                    if (part == std::string("w1")) shape = {7, 4};
-                    else if (part == std::string("b1")) shape = {7};
-                    else if (part == std::string("w2")) shape = {4, 7};
-                    else shape = {4};
+                    if (part == std::string("w1"))
+                        shape = {7, 4};
+                    else if (part == std::string("b1"))
+                        shape = {7};
+                    else if (part == std::string("w2"))
+                        shape = {4, 7};
+                    else
+                        shape = {4};
                     auto data = in.array(name, shape);
                     if (l == 1 && net == std::string("t") && part == std::string("w2")) shape = {7, 4};
                     arrays.push_back({name, shape, data});

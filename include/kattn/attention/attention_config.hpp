@@ -28,8 +28,18 @@
 namespace kattn {
 
 namespace detail {
-template <class Map> struct default_sampler_of { using type = typename Map::default_sampler; };
-template <> struct default_sampler_of<void> { using type = void; };
+/// A policy type, as opposed to `void` (the untyped configuration).
+template <class T>
+concept policy_type = !std::is_void_v<T>;
+
+template <class Map>
+struct default_sampler_of {
+    using type = typename Map::default_sampler;
+};
+template <>
+struct default_sampler_of<void> {
+    using type = void;
+};
 }  // namespace detail
 
 /// Untyped configuration (Map = void): the shorthands are plain values; see the file comment.
@@ -40,28 +50,26 @@ struct attention_config {
     index_t num_features = 0;  ///< columns of Ω (≥ 1; even for paired maps)
     std::uint64_t seed = 0;    ///< Philox key: same seed, same Ω on every backend
 
-    double temperature = 1.0;  ///< τ of the map (elu, softplus, sigmoid2, softmax_features)
-    double floor = 1e-6;       ///< floor of the map (elu, softplus, sigmoid2, cos2)
-    double scale = 1.0;        ///< s of positive<F>
-    bool renormalize = true;   ///< ℓ1 renormalisation (elu, softplus, sigmoid2, cos2)
-    double sigma = 1.0;        ///< ω ~ N(0, σ⁻²I) (gaussian, orthogonal_gaussian)
+    double temperature = 1.0;                        ///< τ of the map (elu, softplus, sigmoid2, softmax_features)
+    double floor = 1e-6;                             ///< floor of the map (elu, softplus, sigmoid2, cos2)
+    double scale = 1.0;                              ///< s of positive<F>
+    bool renormalize = true;                         ///< ℓ1 renormalisation (elu, softplus, sigmoid2, cos2)
+    double sigma = 1.0;                              ///< ω ~ N(0, σ⁻²I) (gaussian, orthogonal_gaussian)
     orthogonal_norms norms = orthogonal_norms::chi;  ///< orthogonal_gaussian
 
     /// q and k are multiplied by this before the map (default: d^{-1/4} for maps
     /// approximating exp(qᵀk), 1 otherwise).
     std::optional<double> input_scale{};
-    double eps = 1e-6;          ///< denominator guard ε > 0
-    bool check_finite = true;   ///< scan inputs for NaN/Inf at the API boundary
+    double eps = 1e-6;         ///< denominator guard ε > 0
+    bool check_finite = true;  ///< scan inputs for NaN/Inf at the API boundary
 
     /// The typed configuration: each field that differs from its default becomes a shorthand.
-    template <class M, class S>
-        requires(!std::is_void_v<M>)
+    template <detail::policy_type M, class S>
     operator attention_config<M, S>() const;
 };
 
 /// Typed configuration of linear_attention<Map, Sampler, …>.
-template <class Map, class Sampler>
-    requires(!std::is_void_v<Map>)
+template <detail::policy_type Map, class Sampler>
 struct attention_config<Map, Sampler> {
     using map_type = Map;
     using sampler_type = Sampler;
@@ -85,8 +93,8 @@ struct attention_config<Map, Sampler> {
     /// q and k are multiplied by this before the map (default: d^{-1/4} for maps
     /// approximating exp(qᵀk), 1 otherwise).
     std::optional<double> input_scale{};
-    double eps = 1e-6;          ///< denominator guard ε > 0
-    bool check_finite = true;   ///< scan inputs for NaN/Inf at the API boundary
+    double eps = 1e-6;         ///< denominator guard ε > 0
+    bool check_finite = true;  ///< scan inputs for NaN/Inf at the API boundary
 
     /// Writes every shorthand into `feature` / `sampler` and clears it. Throws kattn::error
     /// naming a shorthand that neither policy has.
@@ -109,8 +117,10 @@ void apply_shorthand(C& c, const char* field, const std::optional<V>& v, Get get
     if (in_map || in_sampler) return;
     const char* map_name = C::map_type::name;
     const char* sampler_name = [] {
-        if constexpr (requires { C::sampler_type::name; }) return static_cast<const char*>(C::sampler_type::name);
-        else return "?";
+        if constexpr (requires { C::sampler_type::name; })
+            return static_cast<const char*>(C::sampler_type::name);
+        else
+            return "?";
     }();
     fail(field, std::string("a parameter of feature map '") + map_name + "' or sampler '" + sampler_name + "'",
          "a value, but neither has one of that name");
@@ -118,14 +128,15 @@ void apply_shorthand(C& c, const char* field, const std::optional<V>& v, Get get
 
 }  // namespace detail
 
-template <class Map, class Sampler>
-    requires(!std::is_void_v<Map>)
+template <detail::policy_type Map, class Sampler>
 void attention_config<Map, Sampler>::resolve() {
     auto& c = *this;
-    detail::apply_shorthand(c, "temperature", temperature, [](auto& q) -> decltype((q.temperature)) { return q.temperature; });
+    detail::apply_shorthand(c, "temperature", temperature,
+                            [](auto& q) -> decltype((q.temperature)) { return q.temperature; });
     detail::apply_shorthand(c, "floor", floor, [](auto& q) -> decltype((q.floor)) { return q.floor; });
     detail::apply_shorthand(c, "scale", scale, [](auto& q) -> decltype((q.scale)) { return q.scale; });
-    detail::apply_shorthand(c, "renormalize", renormalize, [](auto& q) -> decltype((q.renormalize)) { return q.renormalize; });
+    detail::apply_shorthand(c, "renormalize", renormalize,
+                            [](auto& q) -> decltype((q.renormalize)) { return q.renormalize; });
     detail::apply_shorthand(c, "sigma", sigma, [](auto& q) -> decltype((q.sigma)) { return q.sigma; });
     detail::apply_shorthand(c, "norms", norms, [](auto& q) -> decltype((q.norms)) { return q.norms; });
     temperature.reset();
@@ -137,8 +148,7 @@ void attention_config<Map, Sampler>::resolve() {
 }
 
 template <class Map, class Sampler>
-template <class M, class S>
-    requires(!std::is_void_v<M>)
+template <detail::policy_type M, class S>
 attention_config<Map, Sampler>::operator attention_config<M, S>() const {
     const attention_config<> def{};
     attention_config<M, S> c;

@@ -31,23 +31,21 @@
 #include "../core/shape.hpp"
 #include "../backends/problem.hpp"
 #include "../features/omega_layout.hpp"
-#include "../samplers/gaussian.hpp"             // default samplers of the built-in maps
+#include "../samplers/gaussian.hpp"  // default samplers of the built-in maps
 #include "../samplers/orthogonal_gaussian.hpp"
 #include "attention_config.hpp"
 #include "options.hpp"
 
 namespace kattn {
 
-template <class Map, class Sampler = typename Map::default_sampler, class Backend = backends::simd,
-          class T = float>
+template <class Map, class Sampler = typename Map::default_sampler, class Backend = backends::simd, class T = float>
 class linear_attention {
     using map_traits = feature_map_traits<Map>;
     using sampler_traits = spectral_sampler_traits<Sampler>;
     static_assert(sizeof(execution_backend_traits<Backend>) > 0);  // readable errors for a non-backend
     static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
                   "kattn::linear_attention: T must be float or double");
-    static_assert(!map_traits::requires_orthogonal || sampler_traits::is_orthogonal ||
-                      sampler_traits::orthogonal_init,
+    static_assert(!map_traits::requires_orthogonal || sampler_traits::is_orthogonal || sampler_traits::orthogonal_init,
                   "kattn::linear_attention: this feature map (porf_softplus) is defined with orthogonal "
                   "frequencies; use samplers::orthogonal_gaussian (or samplers::langevin, whose particles "
                   "then start orthogonal)");
@@ -77,8 +75,7 @@ public:
     };
 
     /// Builds the operator and draws Ω (and b) from a default-constructed sampler.
-    explicit linear_attention(const config_type& cfg)
-        requires std::default_initializable<Sampler>
+    explicit linear_attention(const config_type& cfg) requires std::default_initializable<Sampler>
         : linear_attention(cfg, Sampler{}) {}
 
     /// Builds the operator with a given sampler instance (learned samplers carry
@@ -98,7 +95,7 @@ public:
                             "a finite value > 0", *cfg.input_scale);
         m_ = map_traits::pairs_or_columns(cfg.num_features);
         Map::validate(cfg_.feature, cfg.head_dim, m_);
-        input_scale_ = static_cast<T>(cfg.input_scale ? *cfg.input_scale
+        input_scale_ = static_cast<T>(cfg.input_scale               ? *cfg.input_scale
                                       : map_traits::softmax_scaling ? std::pow(double(cfg.head_dim), -0.25)
                                                                     : 1.0);
         resample(cfg.seed);
@@ -213,8 +210,12 @@ public:
         detail::require(batch >= 1, "batch", ">= 1", batch);
         detail::require(heads >= 1, "heads", ">= 1", heads);
         const auto n = std::size_t(batch * heads), F = std::size_t(feature_dim()), dv = std::size_t(cfg_.value_dim);
-        return state{batch, heads, std::vector<double>(n * F * dv, 0.0), std::vector<double>(n * F, 0.0),
-                     std::vector<double>(n, 0.0), std::vector<index_t>(n, 0)};
+        return state{batch,
+                     heads,
+                     std::vector<double>(n * F * dv, 0.0),
+                     std::vector<double>(n * F, 0.0),
+                     std::vector<double>(n, 0.0),
+                     std::vector<index_t>(n, 0)};
     }
 
     /// Appends token t (k_t, v_t) to the state and returns the attention of q_t over all tokens
@@ -226,8 +227,10 @@ public:
         static_assert(R == 1 || R == 3, "kattn::linear_attention::step: tokens are [dim] or [batch, heads, dim]");
         const auto expect = [&](std::string_view arg, const auto& x, index_t dim) {
             std::array<std::size_t, R> want{};
-            if constexpr (R == 3) want = {std::size_t(st.batch), std::size_t(st.heads), std::size_t(dim)};
-            else want = {std::size_t(dim)};
+            if constexpr (R == 3)
+                want = {std::size_t(st.batch), std::size_t(st.heads), std::size_t(dim)};
+            else
+                want = {std::size_t(dim)};
             detail::require(st.batch * st.heads == 1 || R == 3, arg, "rank 3 [batch, heads, dim] for a batched state",
                             "rank " + std::to_string(R));
             bool ok = true;
@@ -265,14 +268,15 @@ private:
 
     template <std::size_t R>
     backends::attention_problem<Map, T> make_problem(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
-                                              const xt::xtensor<T, R>& v, bool causal, key_lengths lengths,
-                                              bool has_lengths) const {
-        static_assert(R == 2 || R == 4, "kattn::linear_attention: inputs are [length, dim] or "
-                                        "[batch, heads, length, dim]");
+                                                     const xt::xtensor<T, R>& v, bool causal, key_lengths lengths,
+                                                     bool has_lengths) const {
+        static_assert(R == 2 || R == 4,
+                      "kattn::linear_attention: inputs are [length, dim] or "
+                      "[batch, heads, length, dim]");
         const auto a = detail::check_qkv(q.shape(), k.shape(), v.shape(), cfg_.head_dim, cfg_.value_dim);
         if (causal)
-            detail::require(a.q_len == a.k_len, "k", "length equal to q's length " + std::to_string(a.q_len) +
-                                                         " (causal attention)", a.k_len);
+            detail::require(a.q_len == a.k_len, "k",
+                            "length equal to q's length " + std::to_string(a.q_len) + " (causal attention)", a.k_len);
         if (has_lengths) detail::check_key_lengths(lengths, a);
         if (cfg_.check_finite) {
             detail::check_finite("q", q.data(), index_t(q.size()));
@@ -323,8 +327,9 @@ private:
         g.dv = xt::xtensor<T, R>::from_shape(v.shape());
         g.d_omega = xt::xtensor<T, 2>::from_shape(omega_.shape());
         g.d_bias = xt::xtensor<T, 1>::from_shape({map_traits::uses_bias ? std::size_t(m_) : std::size_t(0)});
-        backends::attention_gradients<T> gv{dout.data(), g.dq.data(), g.dk.data(), g.dv.data(), g.d_omega.data(),
-                                          map_traits::uses_bias ? g.d_bias.data() : nullptr};
+        backends::attention_gradients<T> gv{dout.data(),      g.dq.data(),
+                                            g.dk.data(),      g.dv.data(),
+                                            g.d_omega.data(), map_traits::uses_bias ? g.d_bias.data() : nullptr};
         Backend::template backward<Map>(pb, gv);
         return g;
     }

@@ -42,8 +42,8 @@ namespace detail {
 
 /// Containers accepted by softmax_attention<T>.
 template <class C, class T>
-concept softmax_container = std::same_as<C, xt::xtensor<T, 2>> || std::same_as<C, xt::xtensor<T, 4>> ||
-                            std::same_as<C, xt::xarray<T>>;
+concept softmax_container =
+    std::same_as<C, xt::xtensor<T, 2>> || std::same_as<C, xt::xtensor<T, 4>> || std::same_as<C, xt::xarray<T>>;
 
 }  // namespace detail
 
@@ -210,9 +210,8 @@ private:
         {
             const auto expect = make_like(q, a.v_dim).shape();
             const auto& got = dout.shape();
-            detail::require(got.size() == expect.size() && std::equal(got.begin(), got.end(), expect.begin()),
-                            "dout", "shape " + detail::shape_text(expect) + " (the output's)",
-                            detail::shape_text(got));
+            detail::require(got.size() == expect.size() && std::equal(got.begin(), got.end(), expect.begin()), "dout",
+                            "shape " + detail::shape_text(expect) + " (the output's)", detail::shape_text(got));
         }
         if (cfg_.check_finite) detail::check_finite("dout", dout.data(), static_cast<index_t>(dout.size()));
         gradients<C> g{make_like(q, a.qk_dim), make_like(k, a.qk_dim), make_like(v, a.v_dim)};

@@ -28,7 +28,10 @@ struct backend_probe_map {
     struct params {};
 };
 
-template <class B> concept backend_has_name = requires { { B::name } -> std::convertible_to<const char*>; };
+template <class B>
+concept backend_has_name = requires {
+    { B::name } -> std::convertible_to<const char*>;
+};
 template <class B>
 concept backend_has_features = requires(const backends::feature_problem<backend_probe_map, float>& pf,
                                         const backends::feature_problem<backend_probe_map, double>& pd) {
@@ -50,7 +53,8 @@ concept backend_has_backward = requires(const backends::attention_problem<backen
     B::template backward<backend_probe_map>(pd, gd);
 };
 template <class B>
-concept backend_has_step = requires(const backends::step_problem<backend_probe_map, float>& sf, const backends::step_problem<backend_probe_map, double>& sd) {
+concept backend_has_step = requires(const backends::step_problem<backend_probe_map, float>& sf,
+                                    const backends::step_problem<backend_probe_map, double>& sd) {
     B::template step<backend_probe_map>(sf);
     B::template step<backend_probe_map>(sd);
 };
@@ -59,8 +63,7 @@ concept backend_has_step = requires(const backends::step_problem<backend_probe_m
 /// An execution backend: `name` and the four primitives, for float and double.
 template <class B>
 concept execution_backend = detail::backend_has_name<B> && detail::backend_has_features<B> &&
-                            detail::backend_has_forward<B> && detail::backend_has_backward<B> &&
-                            detail::backend_has_step<B>;
+    detail::backend_has_forward<B> && detail::backend_has_backward<B> && detail::backend_has_step<B>;
 
 template <class B>
 struct execution_backend_traits {

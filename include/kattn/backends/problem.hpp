@@ -15,10 +15,10 @@ namespace kattn::backends {
 /// Spectral parameters and the map's hyper-parameters of one operator.
 template <class Map, class T>
 struct spectral_view {
-    const T* omega = nullptr;  ///< d × P row-major, P = projection_dim(m)
-    const T* bias = nullptr;   ///< m entries, or nullptr when the map has no bias
-    index_t d = 0;             ///< input (head) dimension
-    index_t m = 0;             ///< the maps' m: num_features, or num_features/2 pairs for paired maps
+    const T* omega = nullptr;    ///< d × P row-major, P = projection_dim(m)
+    const T* bias = nullptr;     ///< m entries, or nullptr when the map has no bias
+    index_t d = 0;               ///< input (head) dimension
+    index_t m = 0;               ///< the maps' m: num_features, or num_features/2 pairs for paired maps
     map_params_t<Map> params{};  ///< Map::params
 };
 

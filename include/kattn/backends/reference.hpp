@@ -39,7 +39,11 @@ struct reference {
 
         template <class T>
         explicit head_params(const backends::spectral_view<Map, T>& s)
-            : d(s.d), m(s.m), P(Map::projection_dim(s.m)), F(Map::feature_dim(s.m)), params(s.params),
+            : d(s.d),
+              m(s.m),
+              P(Map::projection_dim(s.m)),
+              F(Map::feature_dim(s.m)),
+              params(s.params),
               omega(s.omega, s.omega + s.d * Map::projection_dim(s.m)) {
             if (s.bias) bias.assign(s.bias, s.bias + s.m);
         }

@@ -42,10 +42,11 @@ struct thrust {
         const ti::device_spectral<Map, W> sp(pb.spec);
         const index_t d = sp.view.d, P = sp.view.P, F = sp.view.F;
         const auto x = ti::upload(pb.x, pb.n * d);
-        ::thrust::device_vector<W> ws(static_cast<std::size_t>(pb.n * (d + P))), phi(static_cast<std::size_t>(pb.n * F));
-        ti::launch<Policy>(pb.n, ti::feature_rows<Map, W, T>{sp.view, ti::raw(x), nullptr, pb.n, 1, nullptr,
-                                                             W(pb.input_scale), false, ti::raw(ws), ti::raw(phi),
-                                                             nullptr});
+        ::thrust::device_vector<W> ws(static_cast<std::size_t>(pb.n * (d + P))),
+            phi(static_cast<std::size_t>(pb.n * F));
+        ti::launch<Policy>(
+            pb.n, ti::feature_rows<Map, W, T>{sp.view, ti::raw(x), nullptr, pb.n, 1, nullptr, W(pb.input_scale), false,
+                                              ti::raw(ws), ti::raw(phi), nullptr});
         ti::download<Policy>(ti::raw(phi), pb.n * F, pb.phi);
     }
 
@@ -106,8 +107,8 @@ struct thrust {
                                                       ti::raw(fs.shift), ti::raw(dphi), ti::raw(buf), ti::raw(dx)});
         const index_t nspec = d * P + (Map::uses_bias ? m : 0);
         ::thrust::device_vector<W> dsp(sz(nspec));
-        ti::launch<Policy>(nspec, ti::spectral_grads<Map, W>{sv, g, stride, P + d + wsz, ti::raw(fs.ws), ti::raw(buf),
-                                                        ti::raw(dsp)});
+        ti::launch<Policy>(
+            nspec, ti::spectral_grads<Map, W>{sv, g, stride, P + d + wsz, ti::raw(fs.ws), ti::raw(buf), ti::raw(dsp)});
 
         // Results back: one copy per output.
         ti::download<Policy>(ti::raw(dx), qr * d, grads.dq);
@@ -141,7 +142,8 @@ struct thrust {
         auto z = ti::upload(st.z, problems * F);
         auto C = ti::upload(st.C, problems);
         auto steps = ti::upload(st.steps, problems);
-        const auto dq = ti::upload(q, problems * d), dk = ti::upload(k, problems * d), dvv = ti::upload(v, problems * dv);
+        const auto dq = ti::upload(q, problems * d), dk = ti::upload(k, problems * d),
+                   dvv = ti::upload(v, problems * dv);
         ::thrust::device_vector<W> ws(static_cast<std::size_t>(problems * (d + P + 2 * F)));
         ::thrust::device_vector<T> o(static_cast<std::size_t>(problems * dv));
         ti::launch<Policy>(problems, ti::step_heads<Map, W, T>{sp.view, dv, W(input_scale), eps, ti::raw(dq),

@@ -12,7 +12,7 @@ struct detected_or {
     using type = Default;
 };
 template <class Default, template <class> class Op, class P>
-    requires requires { typename Op<P>; }
+requires requires { typename Op<P>; }
 struct detected_or<Default, Op, P> {
     using type = Op<P>;
 };

@@ -65,7 +65,7 @@ void check_finite(std::string_view arg, const T* p, index_t n) {
             }
         }
     };
-    if constexpr ((std::is_same_v<T, float> || std::is_same_v<T, double>) && std::numeric_limits<T>::is_iec559) {
+    if constexpr ((std::is_same_v<T, float> || std::is_same_v<T, double>)&&std::numeric_limits<T>::is_iec559) {
         // Branch-free (vectorisable) test per block: all exponent bits set ⟺ Inf or NaN;
         // a flagged block is rescanned to report the first offending value.
         using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;

@@ -36,26 +36,69 @@ struct vec_math {
     KATTN_HD static V select(bool c, V a, V b) { return c ? a : b; }
 };
 
-template <class V> KATTN_HD V exp(V x) { return vec_math<V>::exp(x); }
-template <class V> KATTN_HD V expm1(V x) { return vec_math<V>::expm1(x); }
-template <class V> KATTN_HD V log(V x) { return vec_math<V>::log(x); }
-template <class V> KATTN_HD V log1p(V x) { return vec_math<V>::log1p(x); }
-template <class V> KATTN_HD V sin(V x) { return vec_math<V>::sin(x); }
-template <class V> KATTN_HD V cos(V x) { return vec_math<V>::cos(x); }
-template <class V> KATTN_HD V sqrt(V x) { return vec_math<V>::sqrt(x); }
-template <class V> KATTN_HD V abs(V x) { return vec_math<V>::abs(x); }
-template <class V> KATTN_HD V max(V a, V b) { return vec_math<V>::max(a, b); }
-template <class V> KATTN_HD V min(V a, V b) { return vec_math<V>::min(a, b); }
-template <class C, class V> KATTN_HD V select(const C& c, V a, V b) { return vec_math<V>::select(c, a, b); }
+template <class V>
+KATTN_HD V exp(V x) {
+    return vec_math<V>::exp(x);
+}
+template <class V>
+KATTN_HD V expm1(V x) {
+    return vec_math<V>::expm1(x);
+}
+template <class V>
+KATTN_HD V log(V x) {
+    return vec_math<V>::log(x);
+}
+template <class V>
+KATTN_HD V log1p(V x) {
+    return vec_math<V>::log1p(x);
+}
+template <class V>
+KATTN_HD V sin(V x) {
+    return vec_math<V>::sin(x);
+}
+template <class V>
+KATTN_HD V cos(V x) {
+    return vec_math<V>::cos(x);
+}
+template <class V>
+KATTN_HD V sqrt(V x) {
+    return vec_math<V>::sqrt(x);
+}
+template <class V>
+KATTN_HD V abs(V x) {
+    return vec_math<V>::abs(x);
+}
+template <class V>
+KATTN_HD V max(V a, V b) {
+    return vec_math<V>::max(a, b);
+}
+template <class V>
+KATTN_HD V min(V a, V b) {
+    return vec_math<V>::min(a, b);
+}
+template <class C, class V>
+KATTN_HD V select(const C& c, V a, V b) {
+    return vec_math<V>::select(c, a, b);
+}
 
 /// ELU(x) = x for x > 0, exp(x) − 1 otherwise.
-template <class V> KATTN_HD V elu(V x) { return select(x > V(0), x, expm1(min(x, V(0)))); }
+template <class V>
+KATTN_HD V elu(V x) {
+    return select(x > V(0), x, expm1(min(x, V(0))));
+}
 /// d ELU / dx = 1 for x > 0, exp(x) otherwise.
-template <class V> KATTN_HD V elu_grad(V x) { return select(x > V(0), V(1), exp(min(x, V(0)))); }
+template <class V>
+KATTN_HD V elu_grad(V x) {
+    return select(x > V(0), V(1), exp(min(x, V(0))));
+}
 /// Numerically stable softplus log(1 + e^x) = max(x, 0) + log1p(e^{−|x|}).
-template <class V> KATTN_HD V softplus(V x) { return max(x, V(0)) + log1p(exp(-abs(x))); }
+template <class V>
+KATTN_HD V softplus(V x) {
+    return max(x, V(0)) + log1p(exp(-abs(x)));
+}
 /// Logistic sigmoid 1 / (1 + e^{−x}), stable for large |x|.
-template <class V> KATTN_HD V sigmoid(V x) {
+template <class V>
+KATTN_HD V sigmoid(V x) {
     const V e = exp(-abs(x));
     return select(x >= V(0), V(1) / (V(1) + e), e / (V(1) + e));
 }

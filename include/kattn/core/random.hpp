@@ -95,9 +95,7 @@ private:
     KATTN_HD static constexpr std::uint32_t lo(std::uint64_t v) noexcept {
         return static_cast<std::uint32_t>(v & 0xffffffffu);
     }
-    KATTN_HD static constexpr std::uint32_t hi(std::uint64_t v) noexcept {
-        return static_cast<std::uint32_t>(v >> 32);
-    }
+    KATTN_HD static constexpr std::uint32_t hi(std::uint64_t v) noexcept { return static_cast<std::uint32_t>(v >> 32); }
     KATTN_HD static constexpr std::uint64_t join(std::uint32_t low, std::uint32_t high) noexcept {
         return (static_cast<std::uint64_t>(high) << 32) | low;
     }

@@ -37,8 +37,7 @@ struct attention_shape {
 /// Reads [.., length, dim] of one tensor's shape; rank must be 2 or 4.
 template <class Shape>
 void read_rank(std::string_view arg, const Shape& s, std::size_t rank) {
-    require(s.size() == rank, arg,
-            rank == 4 ? "rank 4 [batch, heads, length, dim]" : "rank 2 [length, dim]",
+    require(s.size() == rank, arg, rank == 4 ? "rank 4 [batch, heads, length, dim]" : "rank 2 [length, dim]",
             "rank " + std::to_string(s.size()) + " with shape " + shape_text(s));
 }
 
@@ -74,7 +73,8 @@ attention_shape check_qkv(const SQ& q, const SK& k, const SV& v, index_t head_di
             shape_text(v));
     require(static_cast<index_t>(k[o + 1]) == a.qk_dim, "k", "dim equal to q's dim " + std::to_string(a.qk_dim),
             shape_text(k));
-    if (head_dim > 0) require(a.qk_dim == head_dim, "q", "dim == head_dim = " + std::to_string(head_dim), shape_text(q));
+    if (head_dim > 0)
+        require(a.qk_dim == head_dim, "q", "dim == head_dim = " + std::to_string(head_dim), shape_text(q));
     if (value_dim > 0)
         require(a.v_dim == value_dim, "v", "dim == value_dim = " + std::to_string(value_dim), shape_text(v));
     require(a.qk_dim > 0, "q", "dim >= 1", shape_text(q));
@@ -89,8 +89,7 @@ void check_key_lengths(const Lengths& lengths, const attention_shape& a) {
             "one entry per batch (" + std::to_string(a.batch) + ")", lengths.size());
     for (std::size_t b = 0; b < lengths.size(); ++b) {
         const auto len = static_cast<index_t>(lengths[b]);
-        require(len >= 1 && len <= a.k_len, "key_lengths",
-                "values in [1, " + std::to_string(a.k_len) + "]",
+        require(len >= 1 && len <= a.k_len, "key_lengths", "values in [1, " + std::to_string(a.k_len) + "]",
                 std::to_string(len) + " at batch " + std::to_string(b));
     }
 }

@@ -16,12 +16,16 @@ struct type_list {
 };
 
 namespace detail {
-template <template <class...> class To, class L> struct type_list_apply;
-template <template <class...> class To, class... Ts> struct type_list_apply<To, type_list<Ts...>> {
+template <template <class...> class To, class L>
+struct type_list_apply;
+template <template <class...> class To, class... Ts>
+struct type_list_apply<To, type_list<Ts...>> {
     using type = To<Ts...>;
 };
-template <class L> struct for_each_type_impl;
-template <class... Ts> struct for_each_type_impl<type_list<Ts...>> {
+template <class L>
+struct for_each_type_impl;
+template <class... Ts>
+struct for_each_type_impl<type_list<Ts...>> {
     template <class F>
     static void run(F&& f) {
         (f.template operator()<Ts>(), ...);

@@ -30,8 +30,8 @@ struct cos2 : map_base {
     KATTN_HD static constexpr index_t workspace(index_t m) { return m; }
     /// Hyper-parameters (docs/feature_maps.md §3).
     struct params {
-        double floor = 1e-6;       ///< ≥ 0: added before renormalisation
-        bool renormalize = true;   ///< ℓ1 re-normalisation to √m
+        double floor = 1e-6;      ///< ≥ 0: added before renormalisation
+        bool renormalize = true;  ///< ℓ1 re-normalisation to √m
     };
     static void validate(const params& p, index_t, index_t) { detail::check_floor(p.floor); }
 
@@ -62,11 +62,15 @@ struct cos2 : map_base {
     /// d cos²(a)/da = −sin(2a);  du = db = dv · (−sin 2a).
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
-                             const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
+                                      const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
         const T* dv = detail::unnormalised_upstream<Ops>(p.renormalize, m, phi, dphi, work, activation<T>(p), u, b);
         Ops::transform(
-            m, du, [](auto ui, auto bi, auto g) { using V = decltype(ui); return -g * math::sin(V(2) * (ui + bi)); }, u,
-            b, dv);
+            m, du,
+            [](auto ui, auto bi, auto g) {
+                using V = decltype(ui);
+                return -g * math::sin(V(2) * (ui + bi));
+            },
+            u, b, dv);
         if (db != nullptr)
             for (index_t l = 0; l < m; ++l) db[l] += du[l];
     }

@@ -56,7 +56,7 @@ struct elu : map_base {
     /// du = da/τ, db += da.
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params& p, index_t, index_t m, const T*, const T* u, const T* b, T,
-                             const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
+                                      const T* phi, const T* dphi, T* du, T*, T* db, T* work) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
         const T* dv = detail::unnormalised_upstream<Ops>(p.renormalize, m, phi, dphi, work, activation<T>(p), u, b);
         // du holds da = dv · ELU'(a) · [1 + ELU(a) >= floor] first.
@@ -70,7 +70,13 @@ struct elu : map_base {
             u, b, dv);
         if (db != nullptr)
             for (index_t l = 0; l < m; ++l) db[l] += du[l];
-        Ops::transform(m, du, [it](auto g) { using V = decltype(g); return g * V(it); }, du);
+        Ops::transform(
+            m, du,
+            [it](auto g) {
+                using V = decltype(g);
+                return g * V(it);
+            },
+            du);
     }
 };
 

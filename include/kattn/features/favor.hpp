@@ -33,17 +33,24 @@ struct favor : map_base {
 
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
-                         T* phi) {
+                                  T* phi) {
         const T a = -T(0.5) * Ops::dot(d, x, x) - shift;
         const T c = T(1) / std::sqrt(T(m));
-        Ops::transform(m, phi, [a, c](auto ui) { using V = decltype(ui); return V(c) * math::exp(ui + V(a)); }, u);
+        Ops::transform(
+            m, phi,
+            [a, c](auto ui) {
+                using V = decltype(ui);
+                return V(c) * math::exp(ui + V(a));
+            },
+            u);
     }
 
     /// du_l = dφ_l φ_l;  dx −= (Σ_l dφ_l φ_l) x.
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params&, index_t d, index_t m, const T* x, const T*, const T*, T,
-                             const T* phi, const T* dphi, T* du, T* dx, T*, T*) {
-        Ops::transform(m, du, [](auto f, auto g) { return f * g; }, phi, dphi);
+                                      const T* phi, const T* dphi, T* du, T* dx, T*, T*) {
+        Ops::transform(
+            m, du, [](auto f, auto g) { return f * g; }, phi, dphi);
         const T g = Ops::dot(m, phi, dphi);
         for (index_t i = 0; i < d; ++i) dx[i] -= g * x[i];
     }

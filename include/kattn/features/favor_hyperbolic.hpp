@@ -32,20 +32,31 @@ struct favor_hyperbolic : map_base {
 
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
-                         T* phi) {
+                                  T* phi) {
         const T a = -T(0.5) * Ops::dot(d, x, x) - shift;
         const T c = T(1) / std::sqrt(T(2 * m));
-        Ops::transform(m, phi, [a, c](auto ui) { using V = decltype(ui); return V(c) * math::exp(ui + V(a)); }, u);
-        Ops::transform(m, phi + m, [a, c](auto ui) { using V = decltype(ui); return V(c) * math::exp(V(a) - ui); },
-                       u);
+        Ops::transform(
+            m, phi,
+            [a, c](auto ui) {
+                using V = decltype(ui);
+                return V(c) * math::exp(ui + V(a));
+            },
+            u);
+        Ops::transform(
+            m, phi + m,
+            [a, c](auto ui) {
+                using V = decltype(ui);
+                return V(c) * math::exp(V(a) - ui);
+            },
+            u);
     }
 
     /// du_l = dφ⁺_l φ⁺_l − dφ⁻_l φ⁻_l;  dx −= ⟨dφ, φ⟩ x.
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params&, index_t d, index_t m, const T* x, const T*, const T*, T,
-                             const T* phi, const T* dphi, T* du, T* dx, T*, T*) {
-        Ops::transform(m, du, [](auto fp, auto gp, auto fm, auto gm) { return fp * gp - fm * gm; }, phi, dphi,
-                       phi + m, dphi + m);
+                                      const T* phi, const T* dphi, T* du, T* dx, T*, T*) {
+        Ops::transform(
+            m, du, [](auto fp, auto gp, auto fm, auto gm) { return fp * gp - fm * gm; }, phi, dphi, phi + m, dphi + m);
         const T g = Ops::dot(2 * m, phi, dphi);
         for (index_t i = 0; i < d; ++i) dx[i] -= g * x[i];
     }

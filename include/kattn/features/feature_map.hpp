@@ -19,7 +19,8 @@
 namespace kattn {
 
 namespace detail {
-template <class P> using params_of = typename P::params;
+template <class P>
+using params_of = typename P::params;
 }  // namespace detail
 
 /// The hyper-parameters of map F: F::params, or feature_params for a map that declares none.
@@ -44,8 +45,14 @@ concept feature_map = requires(index_t m, const map_params_t<F>& p, const double
 };
 
 namespace detail {
-template <class F> concept has_requires_orthogonal = requires { { F::requires_orthogonal } -> std::convertible_to<bool>; };
-template <class F> concept has_softmax_scaling = requires { { F::softmax_scaling } -> std::convertible_to<bool>; };
+template <class F>
+concept has_requires_orthogonal = requires {
+    { F::requires_orthogonal } -> std::convertible_to<bool>;
+};
+template <class F>
+concept has_softmax_scaling = requires {
+    { F::softmax_scaling } -> std::convertible_to<bool>;
+};
 }  // namespace detail
 
 template <class F>
@@ -62,13 +69,17 @@ struct feature_map_traits {
     static constexpr bool has_stabiliser = F::has_stabiliser;
     /// Maps approximating exp(qᵀk) default to the input scale d^{-1/4} (softmax attention).
     static constexpr bool softmax_scaling = [] {
-        if constexpr (detail::has_softmax_scaling<F>) return bool(F::softmax_scaling);
-        else return false;
+        if constexpr (detail::has_softmax_scaling<F>)
+            return bool(F::softmax_scaling);
+        else
+            return false;
     }();
     /// Maps whose definition fixes the sampler family (porf_softplus needs orthogonal Ω).
     static constexpr bool requires_orthogonal = [] {
-        if constexpr (detail::has_requires_orthogonal<F>) return bool(F::requires_orthogonal);
-        else return false;
+        if constexpr (detail::has_requires_orthogonal<F>)
+            return bool(F::requires_orthogonal);
+        else
+            return false;
     }();
     /// The map's hyper-parameters (attention_config<F, S>::feature).
     using params = map_params_t<F>;
@@ -112,12 +123,16 @@ map_params_t<Map> map_params_from(const feature_params& fp) {
             if (!assign_parameter(p, get, v) && v != d)
                 fail(field, std::string("its default: feature map '") + Map::name + "' has no such parameter", v);
         };
-        take("temperature", [](auto& q) -> decltype((q.temperature)) { return q.temperature; }, fp.temperature,
-             def.temperature);
-        take("floor", [](auto& q) -> decltype((q.floor)) { return q.floor; }, fp.floor, def.floor);
-        take("scale", [](auto& q) -> decltype((q.scale)) { return q.scale; }, fp.scale, def.scale);
-        take("renormalize", [](auto& q) -> decltype((q.renormalize)) { return q.renormalize; }, fp.renormalize,
-             def.renormalize);
+        take(
+            "temperature", [](auto& q) -> decltype((q.temperature)) { return q.temperature; }, fp.temperature,
+            def.temperature);
+        take(
+            "floor", [](auto& q) -> decltype((q.floor)) { return q.floor; }, fp.floor, def.floor);
+        take(
+            "scale", [](auto& q) -> decltype((q.scale)) { return q.scale; }, fp.scale, def.scale);
+        take(
+            "renormalize", [](auto& q) -> decltype((q.renormalize)) { return q.renormalize; }, fp.renormalize,
+            def.renormalize);
         return p;
     }
 }

@@ -24,9 +24,7 @@ struct feature_params {
 namespace detail {
 
 /// τ: finite and > 0.
-inline void check_temperature(double t) {
-    require(std::isfinite(t) && t > 0, "temperature", "a finite value > 0", t);
-}
+inline void check_temperature(double t) { require(std::isfinite(t) && t > 0, "temperature", "a finite value > 0", t); }
 /// floor: finite and ≥ 0.
 inline void check_floor(double f) { require(std::isfinite(f) && f >= 0, "floor", "a finite value >= 0", f); }
 /// s: finite and > 0.

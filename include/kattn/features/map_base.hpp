@@ -11,10 +11,10 @@
 namespace kattn::features {
 
 struct map_base {
-    static constexpr bool uses_pairs = false;        ///< Ω holds pairs (ω₁, ω₂)
-    static constexpr bool uses_bias = false;         ///< a bias b ∈ R^m (init_bias required)
-    static constexpr bool has_stabiliser = false;    ///< row_shift required (favor's exp)
-    static constexpr bool softmax_scaling = false;   ///< default input scale d^{-1/4}
+    static constexpr bool uses_pairs = false;           ///< Ω holds pairs (ω₁, ω₂)
+    static constexpr bool uses_bias = false;            ///< a bias b ∈ R^m (init_bias required)
+    static constexpr bool has_stabiliser = false;       ///< row_shift required (favor's exp)
+    static constexpr bool softmax_scaling = false;      ///< default input scale d^{-1/4}
     static constexpr bool requires_orthogonal = false;  ///< Ω must come from orthogonal blocks
 
     /// The map's hyper-parameters (none).

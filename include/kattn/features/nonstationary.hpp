@@ -30,17 +30,25 @@ struct nonstationary : map_base {
     KATTN_HD static void activate(const params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T c = T(1) / std::sqrt(T(4 * m));
         Ops::transform(
-            m, phi, [c](auto a, auto b) { using V = decltype(a); return V(c) * (math::cos(a) + math::cos(b)); }, u,
-            u + m);
+            m, phi,
+            [c](auto a, auto b) {
+                using V = decltype(a);
+                return V(c) * (math::cos(a) + math::cos(b));
+            },
+            u, u + m);
         Ops::transform(
-            m, phi + m, [c](auto a, auto b) { using V = decltype(a); return V(c) * (math::sin(a) + math::sin(b)); },
+            m, phi + m,
+            [c](auto a, auto b) {
+                using V = decltype(a);
+                return V(c) * (math::sin(a) + math::sin(b));
+            },
             u, u + m);
     }
 
     /// du_{r,l} = (4m)^{-1/2} (−dφᶜ_l sin u_{r,l} + dφˢ_l cos u_{r,l}), r = 1, 2.
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
-                             const T* dphi, T* du, T*, T*, T*) {
+                                      const T* dphi, T* du, T*, T*, T*) {
         const T c = T(1) / std::sqrt(T(4 * m));
         auto f = [c](auto ui, auto gc, auto gs) {
             using V = decltype(ui);

@@ -42,25 +42,28 @@ struct positive : map_base {
     KATTN_HD static constexpr index_t workspace(index_t m) { return 2 * F::feature_dim(m) + F::workspace(m); }
 
     template <class T>
-    static void init_bias(index_t m, std::uint64_t seed, T* b)
-        requires F::uses_bias
-    {
+    static void init_bias(index_t m, std::uint64_t seed, T* b) requires F::uses_bias {
         F::init_bias(m, seed, b);
     }
 
     template <class Ops, class T>
     KATTN_HD static void activate(const params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
-                         T* phi) {
+                                  T* phi) {
         F::template activate<Ops>(p.inner, d, m, x, u, b, T(0), phi);
         const T s = T(p.scale);
         Ops::transform(
-            F::feature_dim(m), phi, [s](auto f) { using V = decltype(f); return math::elu(V(s) * f) + V(1); }, phi);
+            F::feature_dim(m), phi,
+            [s](auto f) {
+                using V = decltype(f);
+                return math::elu(V(s) * f) + V(1);
+            },
+            phi);
     }
 
     /// dφ_F = dφ⁺ · s · ELU'(s φ_F), then F's VJP.
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params& p, index_t d, index_t m, const T* x, const T* u, const T* b, T,
-                             const T*, const T* dphi, T* du, T* dx, T* db, T* work) {
+                                      const T*, const T* dphi, T* du, T* dx, T* db, T* work) {
         const index_t nf = F::feature_dim(m);
         T* inner_phi = work;
         T* inner_dphi = work + nf;
@@ -68,8 +71,11 @@ struct positive : map_base {
         const T s = T(p.scale);
         Ops::transform(
             nf, inner_dphi,
-            [s](auto f, auto g) { using V = decltype(f); return g * V(s) * math::elu_grad(V(s) * f); }, inner_phi,
-            dphi);
+            [s](auto f, auto g) {
+                using V = decltype(f);
+                return g * V(s) * math::elu_grad(V(s) * f);
+            },
+            inner_phi, dphi);
         F::template activate_vjp<Ops>(p.inner, d, m, x, u, b, T(0), inner_phi, inner_dphi, du, dx, db, work + 2 * nf);
     }
 };

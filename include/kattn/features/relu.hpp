@@ -26,7 +26,13 @@ struct relu : map_base {
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T c = T(1) / std::sqrt(T(m));
-        Ops::transform(m, phi, [c](auto ui) { using V = decltype(ui); return V(c) * math::max(ui, V(0)); }, u);
+        Ops::transform(
+            m, phi,
+            [c](auto ui) {
+                using V = decltype(ui);
+                return V(c) * math::max(ui, V(0));
+            },
+            u);
     }
 
     /// du_l = m^{-1/2} dφ_l [u_l > 0]; no direct x term.
@@ -35,7 +41,11 @@ struct relu : map_base {
                                       const T* dphi, T* du, T*, T*, T*) {
         const T c = T(1) / std::sqrt(T(m));
         Ops::transform(
-            m, du, [c](auto ui, auto g) { using V = decltype(ui); return math::select(ui > V(0), V(c) * g, V(0)); },
+            m, du,
+            [c](auto ui, auto g) {
+                using V = decltype(ui);
+                return math::select(ui > V(0), V(c) * g, V(0));
+            },
             u, dphi);
     }
 };

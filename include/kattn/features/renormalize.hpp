@@ -16,7 +16,8 @@ template <class Ops, class T>
 KATTN_HD T renormalize(index_t m, T* v) {
     const T s = Ops::sum(m, v);
     const T c = std::sqrt(T(m)) / s;
-    Ops::transform(m, v, [c](auto vi) { return vi * decltype(vi)(c); }, v);
+    Ops::transform(
+        m, v, [c](auto vi) { return vi * decltype(vi)(c); }, v);
     return s;
 }
 
@@ -26,7 +27,13 @@ KATTN_HD void renormalize_vjp(index_t m, T s, const T* y, const T* dy, T* dv) {
     const T rm = std::sqrt(T(m));
     const T g = Ops::dot(m, dy, y) / rm;
     const T c = rm / s;
-    Ops::transform(m, dv, [c, g](auto d) { using V = decltype(d); return V(c) * (d - V(g)); }, dy);
+    Ops::transform(
+        m, dv,
+        [c, g](auto d) {
+            using V = decltype(d);
+            return V(c) * (d - V(g));
+        },
+        dy);
 }
 
 /// The gradient reaching the unnormalised features v = act(in…) of φ = renorm(v) (or φ = v

@@ -45,7 +45,7 @@ struct sigmoid2 : map_base {
     /// du_l = dv_l · 2σ²(1 − σ)/τ.
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params& p, index_t, index_t m, const T*, const T* u, const T*, T,
-                             const T* phi, const T* dphi, T* du, T*, T*, T* work) {
+                                      const T* phi, const T* dphi, T* du, T*, T*, T* work) {
         const T it = T(1 / p.temperature);
         const T* dv = detail::unnormalised_upstream<Ops>(p.renormalize, m, phi, dphi, work, activation<T>(p), u);
         Ops::transform(

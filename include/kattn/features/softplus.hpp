@@ -30,7 +30,10 @@ struct softplus : map_base {
     template <class T>
     KATTN_HD static auto activation(const params& p) {
         const T it = T(1 / p.temperature), fl = T(p.floor);
-        return [it, fl](auto ui) { using V = decltype(ui); return math::softplus(ui * V(it)) + V(fl); };
+        return [it, fl](auto ui) {
+            using V = decltype(ui);
+            return math::softplus(ui * V(it)) + V(fl);
+        };
     }
 
     template <class Ops, class T>
@@ -42,11 +45,16 @@ struct softplus : map_base {
     /// du_l = dv_l · σ(u_l/τ)/τ with dv the renorm VJP.
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params& p, index_t, index_t m, const T*, const T* u, const T*, T,
-                             const T* phi, const T* dphi, T* du, T*, T*, T* work) {
+                                      const T* phi, const T* dphi, T* du, T*, T*, T* work) {
         const T it = T(1 / p.temperature);
         const T* dv = detail::unnormalised_upstream<Ops>(p.renormalize, m, phi, dphi, work, activation<T>(p), u);
-        Ops::transform(m, du, [it](auto ui, auto g) { using V = decltype(ui); return g * V(it) * math::sigmoid(ui * V(it)); },
-                       u, dv);
+        Ops::transform(
+            m, du,
+            [it](auto ui, auto g) {
+                using V = decltype(ui);
+                return g * V(it) * math::sigmoid(ui * V(it));
+            },
+            u, dv);
     }
 };
 

@@ -25,14 +25,26 @@ struct trig : map_base {
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T c = T(1) / std::sqrt(T(m));
-        Ops::transform(m, phi, [c](auto ui) { using V = decltype(ui); return V(c) * math::cos(ui); }, u);
-        Ops::transform(m, phi + m, [c](auto ui) { using V = decltype(ui); return V(c) * math::sin(ui); }, u);
+        Ops::transform(
+            m, phi,
+            [c](auto ui) {
+                using V = decltype(ui);
+                return V(c) * math::cos(ui);
+            },
+            u);
+        Ops::transform(
+            m, phi + m,
+            [c](auto ui) {
+                using V = decltype(ui);
+                return V(c) * math::sin(ui);
+            },
+            u);
     }
 
     /// du_l = m^{-1/2} (−dφᶜ_l sin u_l + dφˢ_l cos u_l); no direct x term.
     template <class Ops, class T>
     KATTN_HD static void activate_vjp(const params&, index_t, index_t m, const T*, const T* u, const T*, T, const T*,
-                             const T* dphi, T* du, T*, T*, T*) {
+                                      const T* dphi, T* du, T*, T*, T*) {
         const T c = T(1) / std::sqrt(T(m));
         Ops::transform(
             m, du,

@@ -78,15 +78,15 @@ inline void write_npz(const std::string& path, const std::vector<npz_array>& arr
         const std::string name = a.name + ".npy";
         const std::uint32_t crc = crc32(npy.data(), npy.size());
         const std::uint64_t offset = zip.size();
-        require(npy.size() < 0xFFFFFFFFu && offset < 0xFFFFFFFFu, "path",
-                "parameter arrays below 4 GiB in total", "'" + path + "'");
+        require(npy.size() < 0xFFFFFFFFu && offset < 0xFFFFFFFFu, "path", "parameter arrays below 4 GiB in total",
+                "'" + path + "'");
         // local file header
         put_le(zip, 0x04034b50u, 4);
-        put_le(zip, 20, 2);                         // version needed
-        put_le(zip, 0, 2);                          // flags
-        put_le(zip, 0, 2);                          // method: stored
-        put_le(zip, 0, 2);                          // time 00:00:00
-        put_le(zip, (0u << 9) | (1u << 5) | 1u, 2); // date 1980-01-01
+        put_le(zip, 20, 2);                          // version needed
+        put_le(zip, 0, 2);                           // flags
+        put_le(zip, 0, 2);                           // method: stored
+        put_le(zip, 0, 2);                           // time 00:00:00
+        put_le(zip, (0u << 9) | (1u << 5) | 1u, 2);  // date 1980-01-01
         put_le(zip, crc, 4);
         put_le(zip, npy.size(), 4);
         put_le(zip, npy.size(), 4);
@@ -155,7 +155,7 @@ public:
         const member& m = it->second;
         if (m.method != 0)
             bad_member("an uncompressed member (np.savez; np.savez_compressed is not supported)",
-                 "compression method " + std::to_string(m.method));
+                       "compression method " + std::to_string(m.method));
         const std::string npy = bytes_.substr(m.data, m.size);
         if (crc32(npy.data(), npy.size()) != m.crc) bad_member("a member whose CRC-32 matches", "a corrupt member");
         std::istringstream is(npy);

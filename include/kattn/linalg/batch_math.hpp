@@ -7,11 +7,9 @@
 
 #include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
-
 #include <xsimd/xsimd.hpp>
 
 #include "../core/math.hpp"
-
 
 namespace kattn::math {
 

@@ -12,12 +12,10 @@
 
 #include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
-
 #include <xsimd/xsimd.hpp>
 
 #include "../core/config.hpp"
 #include "../core/detected.hpp"
-
 
 namespace kattn::detail {
 
@@ -123,7 +121,8 @@ struct simd_gemm {
     }
 };
 
-template <class P> using gemm_member = typename P::gemm;
+template <class P>
+using gemm_member = typename P::gemm;
 
 /// The GEMM policy a policy (an execution backend) publishes as `gemm`; scalar_gemm when
 /// it publishes none.

@@ -38,7 +38,8 @@ struct scalar_ops {
     }
 };
 
-template <class P> using row_ops_member = typename P::row_ops;
+template <class P>
+using row_ops_member = typename P::row_ops;
 
 /// The row operations a policy (an execution backend) publishes as `row_ops`; scalar_ops
 /// when it publishes none. Samplers evaluate rows with their backend's choice through this.

@@ -9,12 +9,10 @@
 
 #include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
-
 #include <xsimd/xsimd.hpp>
 
 #include "../core/config.hpp"
 #include "batch_math.hpp"
-
 
 namespace kattn::detail {
 
@@ -61,7 +59,8 @@ struct simd_ops {
         constexpr index_t W = batch<T>::size;
         batch<T> acc(T(0));
         index_t i = 0;
-        for (; i + W <= n; i += W) acc = xsimd::fma(batch<T>::load_unaligned(x + i), batch<T>::load_unaligned(y + i), acc);
+        for (; i + W <= n; i += W)
+            acc = xsimd::fma(batch<T>::load_unaligned(x + i), batch<T>::load_unaligned(y + i), acc);
         T s = xsimd::hadd(acc);
         for (; i < n; ++i) s += x[i] * y[i];
         return s;

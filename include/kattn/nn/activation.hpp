@@ -55,8 +55,10 @@ public:
     /// f(x) element-wise (no cache).
     tensor<T> apply(const tensor<T>& x) const {
         tensor<T> y = tensor<T>::from_shape({x.shape()[0], x.shape()[1]});
-        if (kind_ == activation_kind::relu) map<relu>(x, y, false);
-        else map<gelu>(x, y, false);
+        if (kind_ == activation_kind::relu)
+            map<relu>(x, y, false);
+        else
+            map<gelu>(x, y, false);
         return y;
     }
 
@@ -78,8 +80,10 @@ public:
                         "shape " + detail::shape_text(x_.shape()) + " (the last output)",
                         detail::shape_text(dy.shape()));
         tensor<T> dx = dy;
-        if (kind_ == activation_kind::relu) map<relu>(x_, dx, true);
-        else map<gelu>(x_, dx, true);
+        if (kind_ == activation_kind::relu)
+            map<relu>(x_, dx, true);
+        else
+            map<gelu>(x_, dx, true);
         return dx;
     }
 
@@ -88,8 +92,10 @@ public:
         detail::require(dy.dimension() == 2 && dy.shape() == x_.shape(), "dy",
                         "shape " + detail::shape_text(x_.shape()) + " (the last output)",
                         detail::shape_text(dy.shape()));
-        if (kind_ == activation_kind::relu) map<relu>(x_, dy, true);
-        else map<gelu>(x_, dy, true);
+        if (kind_ == activation_kind::relu)
+            map<relu>(x_, dy, true);
+        else
+            map<gelu>(x_, dy, true);
         return std::move(dy);
     }
 

@@ -161,8 +161,8 @@ inline checkpoint_metadata load_checkpoint(const std::string& path, parameter_li
     std::set<std::string> names;
     for (const auto& p : ps) {
         if (!reader.contains(p.name))
-            detail::fail("path", "a checkpoint holding parameter '" + p.name + "' of shape " +
-                                     detail::shape_text(p.shape),
+            detail::fail("path",
+                         "a checkpoint holding parameter '" + p.name + "' of shape " + detail::shape_text(p.shape),
                          "'" + path + "' (missing)");
         values.push_back(reader.array(p.name, p.shape));  // throws naming path, array and shapes
         names.insert(p.name);

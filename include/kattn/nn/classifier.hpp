@@ -46,8 +46,11 @@ public:
         : cfg_(cfg),
           input_(std::move(input)),
           enc_(cfg.encoder, make),
-          head_({.dim = cfg.encoder.dim, .hidden = cfg.head_hidden, .classes = cfg.classes,
-                 .activation = cfg.encoder.activation, .dropout = cfg.encoder.dropout,
+          head_({.dim = cfg.encoder.dim,
+                 .hidden = cfg.head_hidden,
+                 .classes = cfg.classes,
+                 .activation = cfg.encoder.activation,
+                 .dropout = cfg.encoder.dropout,
                  .seed = detail::sub_seed(cfg.seed, 7)}) {}
 
     const classifier_config& config() const { return cfg_; }
@@ -101,12 +104,12 @@ public:
     /// `samples` items of `data` (the first ones) and their labels drive the layer's
     /// alignment for `steps` Langevin steps. Returns the per-layer reports.
     template <class A = Attention>
-        requires has_alignment<A, T>
+    requires has_alignment<A, T>
     auto align(const dataset& data, index_t samples, index_t steps, index_t batch_size = 256) {
         detail::require(samples >= 2, "samples", ">= 2", samples);
         const index_t n = std::min(samples, data.size());
-        std::vector<decltype(enc_.layer(0).attention().align(std::declval<const tensor<T>&>(),
-                                                             std::span<const int>(), index_t(0)))>
+        std::vector<decltype(enc_.layer(0).attention().align(std::declval<const tensor<T>&>(), std::span<const int>(),
+                                                             index_t(0)))>
             reports;
         std::vector<int> labels(data.labels.begin(), data.labels.begin() + n);
         for (index_t l = 0; l < enc_.size(); ++l) {

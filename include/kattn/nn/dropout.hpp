@@ -70,7 +70,7 @@ inline void dropout_words(std::uint64_t key, std::uint64_t i0, std::size_t n, st
 }  // namespace detail
 
 struct dropout_config {
-    double p = 0.0;                          ///< drop probability in [0, 1)
+    double p = 0.0;  ///< drop probability in [0, 1)
     std::uint64_t seed = 0;
     std::uint64_t stream = dropout_stream;
 };

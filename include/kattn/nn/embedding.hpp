@@ -40,8 +40,7 @@ public:
         detail::require(std::isfinite(cfg.scale), "scale", "a finite value", cfg.scale);
         w_ = parameter<T>({std::size_t(cfg.vocab), std::size_t(cfg.dim)});
         w_.init_normal(1.0, cfg.seed, streams::init);
-        if (cfg.padding_index >= 0)
-            std::fill_n(w_.value.begin() + cfg.padding_index * cfg.dim, cfg.dim, T(0));
+        if (cfg.padding_index >= 0) std::fill_n(w_.value.begin() + cfg.padding_index * cfg.dim, cfg.dim, T(0));
     }
 
     index_t vocab() const { return cfg_.vocab; }

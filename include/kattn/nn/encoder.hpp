@@ -48,12 +48,12 @@ concept has_alignment = requires(A& a, const tensor<T>& x, std::span<const int> 
 };
 
 struct encoder_config {
-    index_t dim = 0;                               ///< D
-    index_t layers = 2;                            ///< N encoder layers
-    index_t ffn_hidden = 256;                      ///< FFN width
+    index_t dim = 0;           ///< D
+    index_t layers = 2;        ///< N encoder layers
+    index_t ffn_hidden = 256;  ///< FFN width
     activation_kind activation = activation_kind::relu;
-    double dropout = 0.1;                          ///< residual and FFN dropout
-    bool pre_ln = false;                           ///< pre-LN instead of post-LN
+    double dropout = 0.1;  ///< residual and FFN dropout
+    bool pre_ln = false;   ///< pre-LN instead of post-LN
     std::uint64_t seed = 0;
 };
 
@@ -64,7 +64,10 @@ public:
         : attn_(std::move(attn)),
           ln1_({.dim = cfg.dim}),
           ln2_({.dim = cfg.dim}),
-          ffn_({.dim = cfg.dim, .hidden = cfg.ffn_hidden, .activation = cfg.activation, .dropout = cfg.dropout,
+          ffn_({.dim = cfg.dim,
+                .hidden = cfg.ffn_hidden,
+                .activation = cfg.activation,
+                .dropout = cfg.dropout,
                 .seed = detail::sub_seed(seed, 1)}),
           drop1_({.p = cfg.dropout, .seed = detail::sub_seed(seed, 2)}),
           drop2_({.p = cfg.dropout, .seed = detail::sub_seed(seed, 3)}),

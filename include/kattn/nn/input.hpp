@@ -25,7 +25,7 @@ namespace kattn::nn {
 
 struct token_input_config {
     index_t vocab = 0, dim = 0;
-    index_t max_length = 128;   ///< longest sequence (position table)
+    index_t max_length = 128;  ///< longest sequence (position table)
     bool scale_by_sqrt_dim = false;
     std::uint64_t seed = 0;
 };
@@ -34,8 +34,11 @@ template <class T = float>
 class token_input {
 public:
     explicit token_input(const token_input_config& cfg)
-        : emb_({.vocab = cfg.vocab, .dim = cfg.dim, .padding_index = 0,
-                .scale = cfg.scale_by_sqrt_dim ? std::sqrt(double(cfg.dim)) : 1.0, .seed = cfg.seed}),
+        : emb_({.vocab = cfg.vocab,
+                .dim = cfg.dim,
+                .padding_index = 0,
+                .scale = cfg.scale_by_sqrt_dim ? std::sqrt(double(cfg.dim)) : 1.0,
+                .seed = cfg.seed}),
           pos_({.dim = cfg.dim, .max_length = cfg.max_length}) {}
 
     tensor<T> embed(const batch& b, context& ctx) {
@@ -64,8 +67,11 @@ template <class T = float>
 class patch_input {
 public:
     explicit patch_input(const patch_input_config& cfg)
-        : patch_({.image_height = cfg.image_height, .image_width = cfg.image_width,
-                  .patch_height = cfg.patch_height, .patch_width = cfg.patch_width, .dim = cfg.dim,
+        : patch_({.image_height = cfg.image_height,
+                  .image_width = cfg.image_width,
+                  .patch_height = cfg.patch_height,
+                  .patch_width = cfg.patch_width,
+                  .dim = cfg.dim,
                   .seed = cfg.seed}),
           pos_({.dim = cfg.dim, .max_length = patch_.tokens()}) {}
 

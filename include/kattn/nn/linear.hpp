@@ -80,8 +80,8 @@ public:
     /// dx for dy [n, out] of the last forward; accumulates dW, db when trainable.
     tensor<T> backward(const tensor<T>& dy) {
         const index_t n = index_t(x_.shape()[0]);
-        detail::require(dy.dimension() == 2 && index_t(dy.shape()[0]) == n && index_t(dy.shape()[1]) == cfg_.out,
-                        "dy", "shape [" + std::to_string(n) + ", " + std::to_string(cfg_.out) + "] (the last output)",
+        detail::require(dy.dimension() == 2 && index_t(dy.shape()[0]) == n && index_t(dy.shape()[1]) == cfg_.out, "dy",
+                        "shape [" + std::to_string(n) + ", " + std::to_string(cfg_.out) + "] (the last output)",
                         detail::shape_text(dy.shape()));
         if (cfg_.trainable) {
             detail::matmul_tn(n, cfg_.in, cfg_.out, x_.data(), dy.data(), w_.grad.data(), true);

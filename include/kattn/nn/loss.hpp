@@ -19,9 +19,9 @@ namespace kattn::nn {
 
 template <class T = float>
 struct cross_entropy_result {
-    double loss = 0;     ///< mean over the batch
-    tensor<T> dlogits;   ///< gradient of the mean loss, [B, C]
-    tensor<T> probs;     ///< softmax(logits), [B, C]
+    double loss = 0;    ///< mean over the batch
+    tensor<T> dlogits;  ///< gradient of the mean loss, [B, C]
+    tensor<T> probs;    ///< softmax(logits), [B, C]
 };
 
 template <class T>

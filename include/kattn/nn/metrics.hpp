@@ -36,13 +36,12 @@ void check_metric_inputs(std::span<const T> probs, index_t classes, std::span<co
     require(classes >= 1, "classes", ">= 1", classes);
     require(!labels.empty(), "labels", "at least one item", "0 items");
     const index_t n = index_t(labels.size());
-    require(index_t(probs.size()) == n * classes, "probs",
-            "n*C = " + std::to_string(n) + "*" + std::to_string(classes) + " = " + std::to_string(n * classes) +
-                " values",
-            std::to_string(probs.size()) + " values");
+    require(
+        index_t(probs.size()) == n * classes, "probs",
+        "n*C = " + std::to_string(n) + "*" + std::to_string(classes) + " = " + std::to_string(n * classes) + " values",
+        std::to_string(probs.size()) + " values");
     for (index_t i = 0; i < n; ++i)
-        require(labels[i] >= 0 && labels[i] < classes, "labels",
-                "values in [0, " + std::to_string(classes) + ")",
+        require(labels[i] >= 0 && labels[i] < classes, "labels", "values in [0, " + std::to_string(classes) + ")",
                 std::to_string(labels[i]) + " at item " + std::to_string(i));
     for (std::size_t i = 0; i < probs.size(); ++i) {
         const double p = double(probs[i]);

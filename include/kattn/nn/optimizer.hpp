@@ -33,8 +33,8 @@ class adamw {
 public:
     explicit adamw(const adamw_config& cfg = {}) : cfg_(cfg) {
         // Validates every field once (the per-view optimisers repeat the checks).
-        optim::adam({.lr = cfg.lr, .beta1 = cfg.beta1, .beta2 = cfg.beta2, .eps = cfg.eps,
-                     .weight_decay = cfg.weight_decay});
+        optim::adam(
+            {.lr = cfg.lr, .beta1 = cfg.beta1, .beta2 = cfg.beta2, .eps = cfg.eps, .weight_decay = cfg.weight_decay});
     }
 
     /// One AdamW update of every view from its gradient.
@@ -42,8 +42,11 @@ public:
         if (opt_.empty() && steps_ == 0) {
             opt_.reserve(ps.size());
             for (const auto& p : ps) {
-                opt_.emplace_back(optim::adam_config{.lr = cfg_.lr, .beta1 = cfg_.beta1, .beta2 = cfg_.beta2,
-                                                     .eps = cfg_.eps, .weight_decay = p.decay ? cfg_.weight_decay : 0.0});
+                opt_.emplace_back(optim::adam_config{.lr = cfg_.lr,
+                                                     .beta1 = cfg_.beta1,
+                                                     .beta2 = cfg_.beta2,
+                                                     .eps = cfg_.eps,
+                                                     .weight_decay = p.decay ? cfg_.weight_decay : 0.0});
                 names_.push_back(p.name);
                 sizes_.push_back(p.size());
             }
@@ -56,8 +59,10 @@ public:
                             "'" + ps[k].name + "' of size " + std::to_string(ps[k].size()));
         for (std::size_t k = 0; k < ps.size(); ++k) {
             auto& p = ps[k];
-            if (p.is_double()) opt_[k].step(p.value64, p.grad64);
-            else opt_[k].step(p.value, p.grad);
+            if (p.is_double())
+                opt_[k].step(p.value64, p.grad64);
+            else
+                opt_[k].step(p.value, p.grad);
         }
         ++steps_;
     }

@@ -53,17 +53,19 @@ struct parameter {
 struct parameter_view {
     std::string name;
     std::vector<std::size_t> shape;
-    std::span<float> value{}, grad{};            ///< float parameters
-    std::span<double> value64{}, grad64{};       ///< double parameters (exactly one pair is set)
-    bool decay = true;                           ///< AdamW weight decay applies
+    std::span<float> value{}, grad{};       ///< float parameters
+    std::span<double> value64{}, grad64{};  ///< double parameters (exactly one pair is set)
+    bool decay = true;                      ///< AdamW weight decay applies
 
     bool is_double() const { return !value64.empty(); }
     index_t size() const { return index_t(is_double() ? value64.size() : value.size()); }
     double value_at(index_t i) const { return is_double() ? value64[i] : double(value[i]); }
     double grad_at(index_t i) const { return is_double() ? grad64[i] : double(grad[i]); }
     void set_value(index_t i, double v) {
-        if (is_double()) value64[i] = v;
-        else value[i] = float(v);
+        if (is_double())
+            value64[i] = v;
+        else
+            value[i] = float(v);
     }
     void scale_grad(double s) {
         if (is_double())
@@ -130,8 +132,10 @@ void add_squares(std::span<const T> g, double (&acc)[8]) {
 inline double grad_norm(const parameter_list& ps) {
     double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     for (const auto& p : ps) {
-        if (p.is_double()) detail::add_squares<double>(p.grad64, acc);
-        else detail::add_squares<float>(p.grad, acc);
+        if (p.is_double())
+            detail::add_squares<double>(p.grad64, acc);
+        else
+            detail::add_squares<float>(p.grad, acc);
     }
     const double s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     return std::sqrt(s);
@@ -142,8 +146,7 @@ inline double grad_norm(const parameter_list& ps) {
 inline double clip_grad_norm(parameter_list& ps, double max_norm) {
     detail::require(std::isfinite(max_norm) && max_norm > 0, "max_norm", "a finite value > 0", max_norm);
     const double n = grad_norm(ps);
-    if (!std::isfinite(n))
-        detail::fail("gradients", "finite values (training diverged: lower the learning rate)", n);
+    if (!std::isfinite(n)) detail::fail("gradients", "finite values (training diverged: lower the learning rate)", n);
     if (n > max_norm) {
         const double s = max_norm / (n + 1e-6);
         for (auto& p : ps) p.scale_grad(s);

@@ -43,7 +43,8 @@ public:
     /// dx [B·L, D] for dy [B, D] of the last forward.
     tensor<T> backward(const tensor<T>& dy) const {
         detail::require(dy.dimension() == 2 && index_t(dy.shape()[0]) == batch_ && index_t(dy.shape()[1]) == width_,
-                        "dy", "shape [" + std::to_string(batch_) + ", " + std::to_string(width_) + "] (the last output)",
+                        "dy",
+                        "shape [" + std::to_string(batch_) + ", " + std::to_string(width_) + "] (the last output)",
                         detail::shape_text(dy.shape()));
         tensor<T> dx = zeros<T>(batch_ * length_, width_);
         for (index_t b = 0; b < batch_; ++b) {

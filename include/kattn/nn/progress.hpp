@@ -39,13 +39,13 @@ struct progress_fields {
 enum class progress_mode { automatic, plain, interactive };
 
 struct progress_config {
-    index_t total = 0;                       ///< steps of the loop
-    std::string label{};                     ///< line prefix ("epoch 3", "eval")
+    index_t total = 0;    ///< steps of the loop
+    std::string label{};  ///< line prefix ("epoch 3", "eval")
     progress_mode mode = progress_mode::automatic;
-    int plain_percent = 10;                  ///< plain mode: a line every this many percent
-    double redraw_interval = 0.1;            ///< interactive mode: seconds between redraws
+    int plain_percent = 10;        ///< plain mode: a line every this many percent
+    double redraw_interval = 0.1;  ///< interactive mode: seconds between redraws
     int bar_width = 20;
-    int columns = -1;                        ///< interactive line width limit: −1 the terminal's, 0 none
+    int columns = -1;  ///< interactive line width limit: −1 the terminal's, 0 none
 };
 
 namespace detail {
@@ -81,8 +81,10 @@ inline std::string format_fixed(double v, int digits) {
 /// The terminal file descriptor behind a standard stream, or −1.
 inline int terminal_fd(const std::ostream& os) {
     int fd = -1;
-    if (&os == &std::cerr || &os == &std::clog) fd = fileno(stderr);
-    else if (&os == &std::cout) fd = fileno(stdout);
+    if (&os == &std::cerr || &os == &std::clog)
+        fd = fileno(stderr);
+    else if (&os == &std::cout)
+        fd = fileno(stdout);
     return fd >= 0 && isatty(fd) ? fd : -1;
 }
 
@@ -105,8 +107,7 @@ public:
                         "a finite value >= 0", cfg_.redraw_interval);
         detail::require(cfg_.bar_width >= 0, "bar_width", ">= 0", cfg_.bar_width);
         const int fd = detail::terminal_fd(os_);
-        interactive_ = cfg_.mode == progress_mode::interactive ||
-                       (cfg_.mode == progress_mode::automatic && fd >= 0);
+        interactive_ = cfg_.mode == progress_mode::interactive || (cfg_.mode == progress_mode::automatic && fd >= 0);
         columns_ = cfg_.columns >= 0 ? cfg_.columns : detail::terminal_columns(fd);
         bar_now_ = cfg_.bar_width;
     }
@@ -125,9 +126,7 @@ public:
     bool interactive() const { return interactive_; }
     index_t total() const { return cfg_.total; }
     /// Seconds since construction (steady_clock).
-    double elapsed() const {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    }
+    double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
     /// Reports `done` steps completed, timed by the clock.
     void update(index_t done, const progress_fields& fields = {}) { update(done, fields, elapsed()); }
@@ -155,8 +154,10 @@ public:
         if (finished_) return;
         check(done_, elapsed_seconds);
         finished_ = true;
-        if (interactive_) draw(fitted(done_, fields_, elapsed_seconds, true), true);
-        else os_ << line(done_, fields_, elapsed_seconds, true) << '\n' << std::flush;
+        if (interactive_)
+            draw(fitted(done_, fields_, elapsed_seconds, true), true);
+        else
+            os_ << line(done_, fields_, elapsed_seconds, true) << '\n' << std::flush;
     }
 
     /// The status line for `done` steps after `elapsed_seconds` (no '\r' or '\n');
@@ -188,8 +189,9 @@ private:
         if (final)
             s.append(" elapsed ").append(detail::format_hms(elapsed_seconds));
         else if (done < cfg_.total)
-            s.append(" ETA ").append(done > 0 ? detail::format_hms(elapsed_seconds * double(cfg_.total - done) / double(done))
-                                              : std::string("--:--:--"));
+            s.append(" ETA ").append(
+                done > 0 ? detail::format_hms(elapsed_seconds * double(cfg_.total - done) / double(done))
+                         : std::string("--:--:--"));
         return s;
     }
 
@@ -206,8 +208,8 @@ private:
     }
 
     void check(index_t done, double t) const {
-        detail::require(done >= 0 && done <= cfg_.total, "done", "a step count in [0, " + std::to_string(cfg_.total) + "]",
-                        done);
+        detail::require(done >= 0 && done <= cfg_.total, "done",
+                        "a step count in [0, " + std::to_string(cfg_.total) + "]", done);
         detail::require(std::isfinite(t) && t >= 0, "elapsed_seconds", "a finite time >= 0", t);
     }
 

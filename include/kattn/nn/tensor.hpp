@@ -79,10 +79,9 @@ inline void check_context(const context& ctx) {
 
 /// Columns [h·dh, (h+1)·dh) of the rows of x [B·L, ld] → heads layout [B, H, L, dh], for every h.
 template <class T>
-xt::xtensor<T, 4> split_heads(const T* x, index_t ld, index_t B, index_t L, index_t H, index_t dh,
-                              index_t col0 = 0) {
-    xt::xtensor<T, 4> out = xt::xtensor<T, 4>::from_shape(
-        {std::size_t(B), std::size_t(H), std::size_t(L), std::size_t(dh)});
+xt::xtensor<T, 4> split_heads(const T* x, index_t ld, index_t B, index_t L, index_t H, index_t dh, index_t col0 = 0) {
+    xt::xtensor<T, 4> out =
+        xt::xtensor<T, 4>::from_shape({std::size_t(B), std::size_t(H), std::size_t(L), std::size_t(dh)});
     T* o = out.data();
     for (index_t b = 0; b < B; ++b)
         for (index_t h = 0; h < H; ++h)

@@ -55,17 +55,17 @@ struct trainer_config {
     index_t eval_batch_size = 256;
     double lr = 1e-3;
     double weight_decay = 1e-4;
-    double min_lr = 0.0;            ///< cosine floor
-    double warmup_fraction = 0.0;   ///< warm-up steps as a fraction of all steps
-    double clip = 1.0;              ///< gradient-norm clip (0: none)
+    double min_lr = 0.0;           ///< cosine floor
+    double warmup_fraction = 0.0;  ///< warm-up steps as a fraction of all steps
+    double clip = 1.0;             ///< gradient-norm clip (0: none)
     double label_smoothing = 0.0;
-    index_t patience = 0;           ///< early stopping after this many epochs without a better dev score (0: off)
+    index_t patience = 0;  ///< early stopping after this many epochs without a better dev score (0: off)
     selection_metric select = selection_metric::accuracy;
     std::uint64_t seed = 0;
-    bool progress = true;           ///< progress bar on stderr (plain lines when not a terminal)
-    std::string checkpoint{};       ///< save the best parameters here (.npz) when set
-    double max_seconds = 0.0;       ///< training time budget (0: none)
-    std::string label{};            ///< progress-bar label prefix
+    bool progress = true;      ///< progress bar on stderr (plain lines when not a terminal)
+    std::string checkpoint{};  ///< save the best parameters here (.npz) when set
+    double max_seconds = 0.0;  ///< training time budget (0: none)
+    std::string label{};       ///< progress-bar label prefix
     /// Text: sort each window of 50 shuffled batches by length before cutting it into batches,
     /// then shuffle the batches (less padding, same data per epoch). 0: off.
     index_t bucket_window = 50;
@@ -84,14 +84,14 @@ struct fit_result {
     std::vector<epoch_record> history;
     index_t best_epoch = -1;
     double best_dev = std::numeric_limits<double>::quiet_NaN();
-    double seconds = 0;            ///< training time (excluding dev evaluation)
+    double seconds = 0;  ///< training time (excluding dev evaluation)
     std::int64_t steps = 0;
     bool stopped_early = false;
 };
 
 struct evaluation_result {
     classification_metrics metrics{};
-    std::vector<float> probs;      ///< [n, C]
+    std::vector<float> probs;  ///< [n, C]
     double seconds = 0;
 };
 
@@ -135,7 +135,8 @@ public:
             const auto t0 = clock::now();
             std::optional<progress_bar> bar;
             if (cfg_.progress)
-                bar.emplace(per_epoch, cfg_.label + "epoch " + std::to_string(e + 1) + "/" + std::to_string(cfg_.epochs));
+                bar.emplace(per_epoch,
+                            cfg_.label + "epoch " + std::to_string(e + 1) + "/" + std::to_string(cfg_.epochs));
             epoch_record rec;
             rec.epoch = e + 1;
             double loss_sum = 0, reg_sum = 0, tokens = 0;
@@ -166,8 +167,9 @@ public:
                               : double(ctx.rows());
                 if (bar) {
                     const double seen = double(lo + nb);
-                    bar->update(s + 1, progress_fields{.loss = loss_sum / seen, .accuracy = double(correct) / seen,
-                                                       .tokens = tokens});
+                    bar->update(
+                        s + 1,
+                        progress_fields{.loss = loss_sum / seen, .accuracy = double(correct) / seen, .tokens = tokens});
                 }
             }
             if (bar) bar->finish();
@@ -270,8 +272,7 @@ private:
         if (n % B != 0) starts.push_back(n - n % B);
         std::vector<index_t> out;
         out.reserve(order.size());
-        for (index_t lo : starts)
-            out.insert(out.end(), order.begin() + lo, order.begin() + std::min(n, lo + B));
+        for (index_t lo : starts) out.insert(out.end(), order.begin() + lo, order.begin() + std::min(n, lo + B));
         order.swap(out);
     }
 

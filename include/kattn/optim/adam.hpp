@@ -30,12 +30,12 @@
 namespace kattn::optim {
 
 struct adam_config {
-    double lr = 1e-3;            ///< learning rate, finite and ≥ 0
-    double beta1 = 0.9;          ///< first-moment decay, in [0, 1)
-    double beta2 = 0.999;        ///< second-moment decay, in [0, 1)
-    double eps = 1e-8;           ///< denominator guard, > 0
-    double weight_decay = 0.0;   ///< decoupled (AdamW) decay, ≥ 0
-    bool amsgrad = false;        ///< use the running maximum of v (Reddi et al., 2018)
+    double lr = 1e-3;           ///< learning rate, finite and ≥ 0
+    double beta1 = 0.9;         ///< first-moment decay, in [0, 1)
+    double beta2 = 0.999;       ///< second-moment decay, in [0, 1)
+    double eps = 1e-8;          ///< denominator guard, > 0
+    double weight_decay = 0.0;  ///< decoupled (AdamW) decay, ≥ 0
+    bool amsgrad = false;       ///< use the running maximum of v (Reddi et al., 2018)
 };
 
 class adam {
@@ -47,8 +47,8 @@ public:
         detail::require(cfg.beta1 >= 0 && cfg.beta1 < 1, "beta1", "a value in [0, 1)", cfg.beta1);
         detail::require(cfg.beta2 >= 0 && cfg.beta2 < 1, "beta2", "a value in [0, 1)", cfg.beta2);
         detail::require(std::isfinite(cfg.eps) && cfg.eps > 0, "eps", "a finite value > 0", cfg.eps);
-        detail::require(std::isfinite(cfg.weight_decay) && cfg.weight_decay >= 0, "weight_decay",
-                        "a finite value >= 0", cfg.weight_decay);
+        detail::require(std::isfinite(cfg.weight_decay) && cfg.weight_decay >= 0, "weight_decay", "a finite value >= 0",
+                        cfg.weight_decay);
     }
 
     /// One update of `params` from `grads` (same size; the size of the first step).

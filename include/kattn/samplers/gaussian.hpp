@@ -28,8 +28,7 @@ struct gaussian {
     /// out[k*dim + i] = component i of vector k. Throws kattn::error for sigma not
     /// finite and > 0, dim < 1, count < 1 ('num_features') or a null `out`.
     template <class T>
-    static void sample(const params& p, index_t dim, index_t count, std::uint64_t seed,
-                       T* out) {
+    static void sample(const params& p, index_t dim, index_t count, std::uint64_t seed, T* out) {
         static_assert(std::is_floating_point_v<T>, "gaussian::sample: T must be floating point");
         detail::check_sigma(p.sigma);
         detail::check_sampler_shape(dim, count, out);

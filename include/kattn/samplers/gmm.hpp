@@ -40,9 +40,9 @@ struct gmm_draws {
 
 /// ∂L/∂(parameters) of a gmm from ∂L/∂ω (sample_backward), summed over the draws.
 struct gmm_gradients {
-    std::vector<double> mean;      ///< Q × D: ∂L/∂μ_ci
-    std::vector<double> scale;     ///< Q × D: ∂L/∂L_c,ii (diagonal: ∂L/∂√s_ci)
-    std::vector<double> log_var;   ///< Q × D: ∂L/∂log(L_c,ii²) = ½ L_c,ii ∂L/∂L_c,ii (diagonal: ∂L/∂log s_ci)
+    std::vector<double> mean;   ///< Q × D: ∂L/∂μ_ci
+    std::vector<double> scale;  ///< Q × D: ∂L/∂L_c,ii (diagonal: ∂L/∂√s_ci)
+    std::vector<double> log_var;  ///< Q × D: ∂L/∂log(L_c,ii²) = ½ L_c,ii ∂L/∂L_c,ii (diagonal: ∂L/∂log s_ci)
     std::vector<double> cholesky;  ///< Q × D × D (full only, else empty): ∂L/∂L_c,ij for j ≤ i, 0 above
     std::vector<index_t> count;    ///< Q: draws that chose component c
 };
@@ -91,10 +91,9 @@ struct gmm {
                             std::to_string(g.D_) + " variances in row " + std::to_string(c), v.size());
             for (index_t i = 0; i < g.D_; ++i) {
                 const double s = v[std::size_t(i)];
-                detail::require(std::isfinite(s) && s > 0.0, "covariances",
-                                "finite variances > 0 (component " + std::to_string(c) + ", dim " +
-                                    std::to_string(i) + ")",
-                                s);
+                detail::require(
+                    std::isfinite(s) && s > 0.0, "covariances",
+                    "finite variances > 0 (component " + std::to_string(c) + ", dim " + std::to_string(i) + ")", s);
                 g.var_[std::size_t(c * g.D_ + i)] = s;
             }
         }
@@ -132,10 +131,12 @@ struct gmm {
             for (index_t i = 0; i < D; ++i)
                 for (index_t j = 0; j < D; ++j) {
                     const double v = L[std::size_t(i * D + j)];
-                    const std::string at =
-                        " (component " + std::to_string(c) + ", entry " + std::to_string(i) + "," + std::to_string(j) + ")";
+                    const std::string at = " (component " + std::to_string(c) + ", entry " + std::to_string(i) + "," +
+                                           std::to_string(j) + ")";
                     detail::require(std::isfinite(v), "cholesky", "finite entries" + at, v);
-                    if (j > i) detail::require(v == 0.0, "cholesky", "a lower-triangular factor: 0 above the diagonal" + at, v);
+                    if (j > i)
+                        detail::require(v == 0.0, "cholesky", "a lower-triangular factor: 0 above the diagonal" + at,
+                                        v);
                     if (j == i) detail::require(v > 0.0, "cholesky", "a positive diagonal" + at, v);
                     g.chol_[std::size_t((c * D + i) * D + j)] = v;
                 }
@@ -420,10 +421,22 @@ struct gmm {
             for (index_t i = 0; i < d; ++i) {
                 double a = 0.0, b = 0.0;
                 switch (which) {
-                    case 0: a = x[i] - y[i]; b = 0.0; break;   // ω₁ᵀx − ω₁ᵀy
-                    case 1: a = 0.0; b = x[i] - y[i]; break;   // ω₂ᵀx − ω₂ᵀy
-                    case 2: a = x[i]; b = -y[i]; break;        // ω₁ᵀx − ω₂ᵀy
-                    default: a = -y[i]; b = x[i]; break;       // ω₂ᵀx − ω₁ᵀy
+                    case 0:
+                        a = x[i] - y[i];
+                        b = 0.0;
+                        break;  // ω₁ᵀx − ω₁ᵀy
+                    case 1:
+                        a = 0.0;
+                        b = x[i] - y[i];
+                        break;  // ω₂ᵀx − ω₂ᵀy
+                    case 2:
+                        a = x[i];
+                        b = -y[i];
+                        break;  // ω₁ᵀx − ω₂ᵀy
+                    default:
+                        a = -y[i];
+                        b = x[i];
+                        break;  // ω₂ᵀx − ω₁ᵀy
                 }
                 v[std::size_t(i)] = a;
                 v[std::size_t(d + i)] = b;
@@ -439,7 +452,8 @@ private:
     static std::vector<double> to_vector(const xt::xtensor<double, 1>& t) { return {t.begin(), t.end()}; }
     static std::vector<std::vector<double>> to_rows(const xt::xtensor<double, 2>& t, const char* = "means") {
         std::vector<std::vector<double>> r(t.shape()[0]);
-        for (std::size_t c = 0; c < r.size(); ++c) r[c].assign(t.data() + c * t.shape()[1], t.data() + (c + 1) * t.shape()[1]);
+        for (std::size_t c = 0; c < r.size(); ++c)
+            r[c].assign(t.data() + c * t.shape()[1], t.data() + (c + 1) * t.shape()[1]);
         return r;
     }
 
@@ -456,8 +470,8 @@ private:
         detail::require(std::isfinite(sum), "weights", "a finite sum", sum);
         w_.resize(weights.size());
         for (std::size_t c = 0; c < weights.size(); ++c) w_[c] = weights[c] / sum;
-        detail::require(means.size() == weights.size(), "means",
-                        std::to_string(Q_) + " mean vectors (one per weight)", means.size());
+        detail::require(means.size() == weights.size(), "means", std::to_string(Q_) + " mean vectors (one per weight)",
+                        means.size());
         D_ = index_t(means[0].size());
         detail::require(D_ >= 1, "means", "mean vectors of dimension >= 1", D_);
         mu_.resize(std::size_t(Q_ * D_));
@@ -502,8 +516,7 @@ private:
 
     void check_dim(index_t dim) const {
         detail::require(dim == D_, "dim",
-                        "the mixture's dimension " + std::to_string(D_) +
-                            " (head_dim, or 2*head_dim for paired maps)",
+                        "the mixture's dimension " + std::to_string(D_) + " (head_dim, or 2*head_dim for paired maps)",
                         dim);
     }
     void check_draws(const draws& n) const {
@@ -538,7 +551,8 @@ private:
     void transform(index_t c, const double* eps, const double* sgn, double* w) const {
         for (index_t i = 0; i < D_; ++i) {
             double v = mu_[std::size_t(c * D_ + i)];
-            if (diag_) v += sd_[std::size_t(c * D_ + i)] * eps[i];
+            if (diag_)
+                v += sd_[std::size_t(c * D_ + i)] * eps[i];
             else
                 for (index_t j = 0; j <= i; ++j) v += L(c, i, j) * eps[j];
             w[i] = sgn[i] * v;

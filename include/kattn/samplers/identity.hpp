@@ -22,8 +22,7 @@ struct identity {
     /// Writes out[k*dim + i] = (k == i ? 1 : 0). Throws kattn::error for dim < 1,
     /// count != dim ('num_features') or a null `out`.
     template <class T>
-    static void sample(const params& /*p*/, index_t dim, index_t count,
-                       std::uint64_t /*seed*/, T* out) {
+    static void sample(const params& /*p*/, index_t dim, index_t count, std::uint64_t /*seed*/, T* out) {
         static_assert(std::is_floating_point_v<T>, "identity::sample: T must be floating point");
         detail::require(dim >= 1, "dim", ">= 1", dim);
         detail::require(count == dim, "num_features", "== head_dim (identity sampler)", count);

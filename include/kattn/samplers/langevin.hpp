@@ -58,20 +58,20 @@ struct langevin_options {
     /// The map's parameters for the constructor that takes no operator configuration
     /// (pre-0.2 fields; each must be a parameter of the map or hold its default).
     feature_params features{};
-    double step_size = 1e-3;    ///< η > 0
+    double step_size = 1e-3;                                ///< η > 0
     double beta = std::numeric_limits<double>::infinity();  ///< inverse temperature β > 0; ∞: no noise
-    double lambda = 0.0;        ///< repulsion strength λ ≥ 0
+    double lambda = 0.0;                                    ///< repulsion strength λ ≥ 0
     repulsion potential = repulsion::log;
-    double riesz_s = 1.0;       ///< s > 0 for repulsion::riesz
-    double softening = 1e-3;    ///< ε > 0
+    double riesz_s = 1.0;                                            ///< s > 0 for repulsion::riesz
+    double softening = 1e-3;                                         ///< ε > 0
     double radius = std::numeric_limits<double>::infinity();         ///< R > 0: ‖ω_k‖ ≤ R
     double gradient_clip = std::numeric_limits<double>::infinity();  ///< per-particle ‖N∇_{ω_k}H‖ cap, > 0
     label_coding labels = label_coding::one_hot;
-    index_t max_steps = 1000;   ///< run(): iteration cap ≥ 1
-    index_t window = 50;        ///< stopping rule window w ≥ 1
-    double tolerance = 1e-5;    ///< relative energy change ≥ 0
-    double energy_atol = 0.0;   ///< absolute slack of the stopping rule ≥ 0
-    index_t kta_interval = 1;   ///< record the centred KTA every k steps (0: never; NaN otherwise)
+    index_t max_steps = 1000;  ///< run(): iteration cap ≥ 1
+    index_t window = 50;       ///< stopping rule window w ≥ 1
+    double tolerance = 1e-5;   ///< relative energy change ≥ 0
+    double energy_atol = 0.0;  ///< absolute slack of the stopping rule ≥ 0
+    index_t kta_interval = 1;  ///< record the centred KTA every k steps (0: never; NaN otherwise)
 };
 
 /// One step's record: energies and KTA of the particles the step started from, the largest
@@ -150,7 +150,7 @@ public:
     /// parameters (`cfg.feature`) and the initial draw's (`cfg.sampler`: σ, norms) all taken
     /// from it — the operator and its particles share one configuration.
     template <class Cfg>
-        requires std::same_as<typename Cfg::map_type, Map> && std::same_as<typename Cfg::sampler_type, langevin>
+    requires std::same_as<typename Cfg::map_type, Map> && std::same_as<typename Cfg::sampler_type, langevin>
     explicit langevin(const Cfg& cfg, const langevin_options& opt = {})
         : langevin(cfg.head_dim, traits::pairs_or_columns(cfg.num_features), opt, cfg.seed, initial_draw(cfg),
                    map_parameters_of(cfg, opt)) {}
@@ -214,8 +214,9 @@ public:
     void set_particles(const xt::xtensor<double, 2>& particles) {
         detail::require(particles.dimension() == 2 && index_t(particles.shape()[0]) == N_ && N_ >= 1 &&
                             index_t(particles.shape()[1]) == D_,
-                        "particles", "shape [N >= 1, " + std::to_string(D_) + "]" +
-                                         (N_ >= 1 ? " with N = " + std::to_string(N_) : std::string()),
+                        "particles",
+                        "shape [N >= 1, " + std::to_string(D_) + "]" +
+                            (N_ >= 1 ? " with N = " + std::to_string(N_) : std::string()),
                         detail::shape_text(particles.shape()));
         detail::check_finite("particles", particles.data(), index_t(particles.size()));
         w_.assign(particles.data(), particles.data() + particles.size());
@@ -321,7 +322,8 @@ public:
     langevin_record step(const xt::xtensor<T, 2>& external_grad,
                          double energy = std::numeric_limits<double>::quiet_NaN()) {
         detail::require(index_t(external_grad.shape()[0]) == d_ && index_t(external_grad.shape()[1]) == P(),
-                        "external_grad", "shape [" + std::to_string(d_) + ", " + std::to_string(P()) + "] (Omega's layout [d, P])",
+                        "external_grad",
+                        "shape [" + std::to_string(d_) + ", " + std::to_string(P()) + "] (Omega's layout [d, P])",
                         detail::shape_text(external_grad.shape()));
         detail::check_finite("external_grad", external_grad.data(), index_t(external_grad.size()));
         std::vector<double> go(external_grad.begin(), external_grad.end());
@@ -361,8 +363,10 @@ private:
         D_ = traits::frequency_dim(d_);
         validate_options();
         w_.resize(static_cast<std::size_t>(N_ * D_));
-        if constexpr (orthogonal_init) orthogonal_gaussian::sample(init, D_, N_, seed, w_.data());
-        else gaussian::sample(init, D_, N_, seed, w_.data());
+        if constexpr (orthogonal_init)
+            orthogonal_gaussian::sample(init, D_, N_, seed, w_.data());
+        else
+            gaussian::sample(init, D_, N_, seed, w_.data());
         init_bias();
     }
 
@@ -392,14 +396,14 @@ private:
         detail::require(std::isfinite(o.step_size) && o.step_size > 0, "step_size", "a finite value > 0", o.step_size);
         detail::require(o.beta > 0 && !std::isnan(o.beta), "beta", "a value > 0 (infinity: no noise)", o.beta);
         detail::require(std::isfinite(o.lambda) && o.lambda >= 0, "lambda", "a finite value >= 0", o.lambda);
-        detail::require(o.potential == repulsion::riesz || o.potential == repulsion::coulomb ||
-                            o.potential == repulsion::log,
-                        "potential", "repulsion::riesz, coulomb or log", static_cast<int>(o.potential));
+        detail::require(
+            o.potential == repulsion::riesz || o.potential == repulsion::coulomb || o.potential == repulsion::log,
+            "potential", "repulsion::riesz, coulomb or log", static_cast<int>(o.potential));
         if (o.potential == repulsion::riesz)
             detail::require(std::isfinite(o.riesz_s) && o.riesz_s > 0, "riesz_s", "a finite value > 0", o.riesz_s);
         if (o.potential == repulsion::coulomb)
-            detail::require(D_ >= 2, "potential",
-                            "a particle dimension >= 2 for repulsion::coulomb (s = D - 2)", "D = " + std::to_string(D_));
+            detail::require(D_ >= 2, "potential", "a particle dimension >= 2 for repulsion::coulomb (s = D - 2)",
+                            "D = " + std::to_string(D_));
         detail::require(std::isfinite(o.softening) && o.softening > 0, "softening", "a finite value > 0", o.softening);
         detail::require(o.radius > 0 && !std::isnan(o.radius), "radius", "a value > 0 (infinity: no projection)",
                         o.radius);
@@ -459,7 +463,7 @@ private:
         U.resize(static_cast<std::size_t>(n_ * P()));
         phi.resize(static_cast<std::size_t>(n_ * Map::feature_dim(N_)));
         detail::alignment_features<Map, ops>(features_, d_, N_, om.data(), bias_ptr(), x_.data(), n_, U.data(),
-                                        phi.data());
+                                             phi.data());
     }
 
     /// V; fills U, Φ; writes ∂V/∂ω (particle layout) into *g when given.
@@ -472,9 +476,9 @@ private:
         }
         std::vector<double> go;
         if (g) go.assign(static_cast<std::size_t>(d_ * P()), 0.0);
-        const double v = detail::alignment_energy<Map, ops>(features_, d_, N_, bias_ptr(), x_.data(),
-                                                       labels_.data(), n_, C_, a, b, U.data(), phi.data(),
-                                                       g ? go.data() : nullptr);
+        const double v =
+            detail::alignment_energy<Map, ops>(features_, d_, N_, bias_ptr(), x_.data(), labels_.data(), n_, C_, a, b,
+                                               U.data(), phi.data(), g ? go.data() : nullptr);
         if (g) *g = omega_to_particles(go);
         return v;
     }

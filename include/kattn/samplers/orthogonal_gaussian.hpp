@@ -80,8 +80,7 @@ inline void householder_q(double* a, index_t n, double* q, bool sign_fix = true)
 
 /// The (sign-corrected unless sign_fix = false) Haar-orthogonal block b for `seed`,
 /// before norm scaling: q is row-major dim×dim, its rows are unit directions.
-inline void orthogonal_block(std::uint64_t seed, std::uint64_t b, index_t dim, double* q,
-                             bool sign_fix = true) {
+inline void orthogonal_block(std::uint64_t seed, std::uint64_t b, index_t dim, double* q, bool sign_fix = true) {
     const random_stream rng(seed, streams::omega);
     const std::uint64_t nn = static_cast<std::uint64_t>(dim) * static_cast<std::uint64_t>(dim);
     std::vector<double> g(static_cast<std::size_t>(nn));
@@ -104,15 +103,12 @@ struct orthogonal_gaussian {
     /// construction). Throws kattn::error for sigma not finite and > 0, dim < 1,
     /// count < 1 ('num_features') or a null `out`.
     template <class T>
-    static void sample(const params& p, index_t dim, index_t count, std::uint64_t seed,
-                       T* out) {
-        static_assert(std::is_floating_point_v<T>,
-                      "orthogonal_gaussian::sample: T must be floating point");
+    static void sample(const params& p, index_t dim, index_t count, std::uint64_t seed, T* out) {
+        static_assert(std::is_floating_point_v<T>, "orthogonal_gaussian::sample: T must be floating point");
         detail::check_sigma(p.sigma);
         detail::check_sampler_shape(dim, count, out);
-        detail::require(p.norms == orthogonal_norms::chi || p.norms == orthogonal_norms::fixed,
-                        "norms", "orthogonal_norms::chi or orthogonal_norms::fixed",
-                        static_cast<int>(p.norms));
+        detail::require(p.norms == orthogonal_norms::chi || p.norms == orthogonal_norms::fixed, "norms",
+                        "orthogonal_norms::chi or orthogonal_norms::fixed", static_cast<int>(p.norms));
 
         const random_stream norm_rng(seed, streams::norms);
         const double fixed_norm = std::sqrt(static_cast<double>(dim));

@@ -313,7 +313,8 @@ public:
     /// Writes config and parameters to an uncompressed .npz at path.
     void save(const std::string& path) const {
         std::vector<detail::npz_array> arrays;
-        arrays.push_back({"config", {4}, {double(cfg_.dim), double(cfg_.layers), double(cfg_.hidden), cfg_.scale_bound}});
+        arrays.push_back(
+            {"config", {4}, {double(cfg_.dim), double(cfg_.layers), double(cfg_.hidden), cfg_.scale_bound}});
         for (index_t l = 0; l < cfg_.layers; ++l)
             for (int net = 0; net < 2; ++net)
                 for (const auto& [suffix, off, shape] : blocks(net)) {
@@ -360,7 +361,8 @@ private:
     };
     std::vector<block> blocks(int net) const {
         const auto D = std::size_t(cfg_.dim), H = std::size_t(cfg_.hidden);
-        return {{"w1", L_.w1(net), {H, D}}, {"b1", L_.b1(net), {H}}, {"w2", L_.w2(net), {D, H}}, {"b2", L_.b2(net), {D}}};
+        return {
+            {"w1", L_.w1(net), {H, D}}, {"b1", L_.b1(net), {H}}, {"w2", L_.w2(net), {D, H}}, {"b2", L_.b2(net), {D}}};
     }
     static std::string array_name(index_t l, int net, const char* suffix) {
         return "layer" + std::to_string(l) + (net == 0 ? "_s_" : "_t_") + suffix;
@@ -383,8 +385,8 @@ private:
     }
     template <class P>
     void check_prior(const P& prior) const {
-        detail::require(index_t(prior.dim()) == cfg_.dim, "prior",
-                        "a density of dimension " + std::to_string(cfg_.dim), index_t(prior.dim()));
+        detail::require(index_t(prior.dim()) == cfg_.dim, "prior", "a density of dimension " + std::to_string(cfg_.dim),
+                        index_t(prior.dim()));
     }
 
     /// All layers over n rows in T (detail::coupling_stack_run); float runs on a float copy
@@ -421,7 +423,8 @@ private:
     double log_prob_backward_rows(const double* w, index_t n, double scale) {
         const index_t D = cfg_.dim;
         pass_cache c;
-        std::vector<double> z(static_cast<std::size_t>(n * D)), ld(static_cast<std::size_t>(n)), gz(z.size()), gw(z.size());
+        std::vector<double> z(static_cast<std::size_t>(n * D)), ld(static_cast<std::size_t>(n)), gz(z.size()),
+            gw(z.size());
         run<double>(true, w, z.data(), n, ld.data(), &c);
         double total = 0;
         for (index_t i = 0; i < n; ++i) {

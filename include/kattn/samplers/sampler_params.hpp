@@ -55,8 +55,8 @@ template <class T>
 void check_sampler_shape(index_t dim, index_t count, const T* out) {
     require(dim >= 1, "dim", ">= 1", dim);
     require(count >= 1, "num_features", ">= 1", count);
-    require(count <= std::numeric_limits<index_t>::max() / dim, "num_features",
-            "num_features * dim to fit in index_t", count);
+    require(count <= std::numeric_limits<index_t>::max() / dim, "num_features", "num_features * dim to fit in index_t",
+            count);
     require(out != nullptr, "out", "a non-null output pointer", "nullptr");
 }
 

@@ -17,7 +17,8 @@
 namespace kattn {
 
 namespace detail {
-template <class P> using sampler_params_of = typename P::params;
+template <class P>
+using sampler_params_of = typename P::params;
 }  // namespace detail
 
 /// The parameters of sampler S: S::params, or sampler_params for a sampler that declares none.
@@ -28,15 +29,22 @@ using sampler_params_t = detail::detected_or_t<sampler_params, detail::sampler_p
 /// samplers (gaussian, …) make `sample` static; learned ones (with parameters) make it a
 /// const member — both are called as `s.template sample<T>(params, dim, count, seed, out)`.
 template <class S>
-concept spectral_sampler = requires(const S& s, const sampler_params_t<S>& p, index_t n, std::uint64_t seed, double* out) {
+concept spectral_sampler = requires(const S& s, const sampler_params_t<S>& p, index_t n, std::uint64_t seed,
+                                    double* out) {
     { S::name } -> std::convertible_to<const char*>;
     { S::is_random } -> std::convertible_to<bool>;
     s.template sample<double>(p, n, n, seed, out);
 };
 
 namespace detail {
-template <class S> concept has_is_orthogonal = requires { { S::is_orthogonal } -> std::convertible_to<bool>; };
-template <class S> concept has_orthogonal_init = requires { { S::orthogonal_init } -> std::convertible_to<bool>; };
+template <class S>
+concept has_is_orthogonal = requires {
+    { S::is_orthogonal } -> std::convertible_to<bool>;
+};
+template <class S>
+concept has_orthogonal_init = requires {
+    { S::orthogonal_init } -> std::convertible_to<bool>;
+};
 }  // namespace detail
 
 template <class S>
@@ -49,14 +57,18 @@ struct spectral_sampler_traits {
     /// The sampler's parameters (attention_config<F, S>::sampler).
     using params = sampler_params_t<S>;
     static constexpr bool is_orthogonal = [] {
-        if constexpr (detail::has_is_orthogonal<S>) return bool(S::is_orthogonal);
-        else return false;
+        if constexpr (detail::has_is_orthogonal<S>)
+            return bool(S::is_orthogonal);
+        else
+            return false;
     }();
     /// A learned sampler whose frequencies start as orthogonal blocks and are then moved
     /// (samplers::langevin for a map that requires orthogonal frequencies). Default false.
     static constexpr bool orthogonal_init = [] {
-        if constexpr (detail::has_orthogonal_init<S>) return bool(S::orthogonal_init);
-        else return false;
+        if constexpr (detail::has_orthogonal_init<S>)
+            return bool(S::orthogonal_init);
+        else
+            return false;
     }();
 };
 

@@ -118,8 +118,8 @@ struct problem {
     const T* k = nullptr;  // [k_len, d]
     const T* v = nullptr;  // [k_len, dv]
     index_t q_len = 0;
-    index_t k_len = 0;     // rows of k and v
-    index_t n_keys = 0;    // valid keys: key_lengths[b] or k_len
+    index_t k_len = 0;   // rows of k and v
+    index_t n_keys = 0;  // valid keys: key_lengths[b] or k_len
     index_t d = 0, dv = 0;
     bool causal = false;
     T scale = T(1);
@@ -327,8 +327,7 @@ bool forward(const problem<T>& p, T* out, T* lse, T* srow) {
 
 /// Backward of one problem (see backward_rows for the contract).
 template <class T>
-void backward(const problem<T>& p, const T* dout, const T* out, const T* lse, T* drow, T* srow, T* dq, T* dk,
-              T* dvv) {
+void backward(const problem<T>& p, const T* dout, const T* out, const T* lse, T* drow, T* srow, T* dq, T* dk, T* dvv) {
 #if KATTN_SOFTMAX_USE_XSIMD
     (void)srow;
     backward_tiled(p, dout, out, lse, drow, dq, dk, dvv);
@@ -338,6 +337,5 @@ void backward(const problem<T>& p, const T* dout, const T* out, const T* lse, T*
 }
 
 }  // namespace kattn::detail::softmax
-
 
 #include "../../core/warnings_pop.hpp"

@@ -11,11 +11,9 @@
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
-
 #include <vector>
 
 #include "linear_forward.hpp"
-
 
 namespace kattn::detail::simd_impl {
 
@@ -42,8 +40,7 @@ struct backward_kernels {
     /// Per-item partial sums of the parameter gradients.
     struct param_grads {
         std::vector<T> d_omega, d_bias;
-        param_grads(const spectral<Map, T>& sp)
-            : d_omega(sz(sp.d * sp.P), T(0)), d_bias(sz(sp.m), T(0)) {}
+        param_grads(const spectral<Map, T>& sp) : d_omega(sz(sp.d * sp.P), T(0)), d_bias(sz(sp.m), T(0)) {}
     };
 
     /// n_r, e_r of one row from its numerator and raw denominator; returns e_r.
@@ -65,8 +62,7 @@ struct backward_kernels {
                            param_grads& pg) {
         const auto& sp = w.sp;
         const index_t F = sp.F, dv = pb.dv;
-        std::vector<T> num(sz(tile_rows * dv)), nb(sz(tile_rows * dv)), e(sz(tile_rows)),
-            dph(sz(tile_rows * F));
+        std::vector<T> num(sz(tile_rows * dv)), nb(sz(tile_rows * dv)), e(sz(tile_rows)), dph(sz(tile_rows * F));
         for (index_t i = i0; i < i1; i += tile_rows) {
             const index_t n = std::min(tile_rows, i1 - i);
             w.project(n, pb.q + (p * pb.q_len + i) * sp.d, true);
@@ -113,8 +109,12 @@ struct backward_kernels {
         typename fwd::causal_tile ct;
         std::vector<T> Bm, Vt, St, tmp, dph, dvb;
         causal_bufs(index_t F, index_t dv)
-            : ct(F, dv), Bm(sz(tile_rows * tile_rows)), Vt(sz(tile_rows * dv)),
-              St(sz(F * dv)), tmp(sz(tile_rows * F)), dph(sz(tile_rows * F)),
+            : ct(F, dv),
+              Bm(sz(tile_rows * tile_rows)),
+              Vt(sz(tile_rows * dv)),
+              St(sz(F * dv)),
+              tmp(sz(tile_rows * F)),
+              dph(sz(tile_rows * F)),
               dvb(sz(tile_rows * dv)) {}
     };
 
@@ -128,7 +128,13 @@ struct backward_kernels {
         for (index_t r = 0; r < n; ++r) {
             T* row = &b.Bm[r * nvalid];
             const T er = e[r];
-            ops::transform(nvalid, row, [er](auto x) { using V = decltype(x); return x + V(er); }, row);
+            ops::transform(
+                nvalid, row,
+                [er](auto x) {
+                    using V = decltype(x);
+                    return x + V(er);
+                },
+                row);
             fwd::mask_row(row, r, nvalid, b.ct.ck.data(), b.ct.Ci[r]);
         }
     }
@@ -136,9 +142,8 @@ struct backward_kernels {
     /// Causal forward-direction pass over [i0, i1): stores n, e, C_i; ∂Q rows; and (when
     /// `totals`) the segment's query sums at the reference shift of its first query.
     static void causal_query_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<Map, T>& pb,
-                                  const attention_gradients<T>& g, index_t p, index_t i0, index_t i1,
-                                  key_state<T>& st, T* nb_all, T* e_all, T* C_all, key_state<T>* totals,
-                                  param_grads& pg) {
+                                  const attention_gradients<T>& g, index_t p, index_t i0, index_t i1, key_state<T>& st,
+                                  T* nb_all, T* e_all, T* C_all, key_state<T>* totals, param_grads& pg) {
         const auto& sp = wq.sp;
         const index_t F = sp.F, dv = pb.dv;
         auto& ct = b.ct;
@@ -149,8 +154,8 @@ struct backward_kernels {
             T* e = e_all + i;
             std::fill(ct.num.begin(), ct.num.end(), T(0));
             if (nvalid > 0)
-                gemm_nn<Arch>(n, dv, nvalid, ct.A.data(), nvalid, pb.v + (p * pb.k_len + i) * dv, dv, ct.num.data(),
-                              dv, false);
+                gemm_nn<Arch>(n, dv, nvalid, ct.A.data(), nvalid, pb.v + (p * pb.k_len + i) * dv, dv, ct.num.data(), dv,
+                              false);
             if (!st.empty) gemm_nn<Arch>(n, dv, F, wq.phi.data(), F, st.S.data(), dv, ct.tmp.data(), dv, false);
             for (index_t r = 0; r < n; ++r) {
                 T den = 0;
@@ -166,8 +171,7 @@ struct backward_kernels {
             // ∂Φ_Q = Bm Φ̂_K + f·(n Sᵀ + e zᵀ)
             intra_upstream(b, pb, p, i, n, nvalid, nb, e);
             std::fill(b.dph.begin(), b.dph.end(), T(0));
-            if (nvalid > 0)
-                gemm_nn<Arch>(n, F, nvalid, b.Bm.data(), nvalid, ct.phk.data(), F, b.dph.data(), F, false);
+            if (nvalid > 0) gemm_nn<Arch>(n, F, nvalid, b.Bm.data(), nvalid, ct.phk.data(), F, b.dph.data(), F, false);
             if (!st.empty) {
                 transpose(F, dv, st.S.data(), dv, b.St.data(), F);
                 gemm_nn<Arch>(n, F, dv, nb, dv, b.St.data(), F, b.tmp.data(), F, false);
@@ -276,8 +280,8 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
 #pragma omp for schedule(static)
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg;
-                K::query_pass(w, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), st[sz(p * nseg)],
-                              St[sz(p)], dst[sz(it)], qpart[sz(it)]);
+                K::query_pass(w, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), st[sz(p * nseg)], St[sz(p)],
+                              dst[sz(it)], qpart[sz(it)]);
             }
         }
         for (index_t p = 0; p < pb.problems; ++p) {
@@ -296,8 +300,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
                 const index_t a = std::min(nk, seg(pb.k_len, s)), b = std::min(nk, seg(pb.k_len, s + 1));
-                K::key_pass(w, pb, g, p, a, b, st[sz(p * nseg)].C, dst[sz(p * nseg)],
-                            St[sz(p)], kpart[sz(it)]);
+                K::key_pass(w, pb, g, p, a, b, st[sz(p * nseg)].C, dst[sz(p * nseg)], St[sz(p)], kpart[sz(it)]);
                 // padded keys get zero gradients
                 const index_t pa = std::max(nk, seg(pb.k_len, s)), pbnd = seg(pb.k_len, s + 1);
                 for (index_t j = pa; j < pbnd; ++j) {
@@ -321,10 +324,9 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg;
                 const index_t off = p * pb.q_len;
-                K::causal_query_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1),
-                                     init[sz(it)], nb_all.data() + off * dv, e_all.data() + off,
-                                     C_all.data() + off, nseg > 1 ? &qtot[sz(it)] : nullptr,
-                                     qpart[sz(it)]);
+                K::causal_query_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), init[sz(it)],
+                                     nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off,
+                                     nseg > 1 ? &qtot[sz(it)] : nullptr, qpart[sz(it)]);
             }
         }
         // Suffix sums: segment s starts its reverse pass from the queries of segments > s.
@@ -335,7 +337,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
                 combine_suffix(acc, D[sz(p * nseg + s + 1)]);
                 D[sz(p * nseg + s)] = acc;
             }
-        // Pass 2: reverse (∂K, ∂V).
+            // Pass 2: reverse (∂K, ∂V).
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> wq(sp), wk(sp);
@@ -345,8 +347,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
                 const index_t p = it / nseg, s = it % nseg;
                 const index_t off = p * pb.q_len;
                 K::causal_key_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), D[sz(it)],
-                                   nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off,
-                                   kpart[sz(it)]);
+                                   nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off, kpart[sz(it)]);
             }
         }
     }

@@ -10,12 +10,10 @@
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
-
 #include <limits>
 #include <vector>
 
 #include "tile.hpp"
-
 
 namespace kattn::detail::simd_impl {
 
@@ -59,8 +57,8 @@ struct forward_kernels {
             gemm_nn<Arch>(n, pb.dv, sp.F, w.phi.data(), sp.F, st.S.data(), pb.dv, num.data(), pb.dv, false);
             for (index_t r = 0; r < n; ++r) {
                 bool cl = false;
-                const T den = guard_denominator<Map::is_positive>(ops::dot(sp.F, &w.phi[r * sp.F], st.z.data()),
-                                                                  T(pb.eps), cl);
+                const T den =
+                    guard_denominator<Map::is_positive>(ops::dot(sp.F, &w.phi[r * sp.F], st.z.data()), T(pb.eps), cl);
                 const T inv = T(1) / den;
                 for (index_t c = 0; c < pb.dv; ++c) O[(i + r) * pb.dv + c] = num[r * pb.dv + c] * inv;
             }
@@ -71,8 +69,12 @@ struct forward_kernels {
     struct causal_tile {
         std::vector<T> phk, kt, A, num, tmp, ck, Ci;
         causal_tile(index_t F, index_t dv)
-            : phk(sz(tile_rows * F)), kt(sz(tile_rows * F)), A(sz(tile_rows * tile_rows)),
-              num(sz(tile_rows * dv)), tmp(sz(tile_rows * dv)), ck(sz(tile_rows)),
+            : phk(sz(tile_rows * F)),
+              kt(sz(tile_rows * F)),
+              A(sz(tile_rows * tile_rows)),
+              num(sz(tile_rows * dv)),
+              tmp(sz(tile_rows * dv)),
+              ck(sz(tile_rows)),
               Ci(sz(tile_rows)) {}
     };
 
@@ -81,8 +83,8 @@ struct forward_kernels {
     /// weighted intra-tile score matrix ct.A (n × nvalid). Returns nvalid.
     /// When `known_Ci` is given (backward recomputation) the running shifts are read
     /// from it instead of being derived from st.
-    static index_t causal_scores(worker& wq, worker& wk, causal_tile& ct, const attention_problem<Map, T>& pb, index_t p,
-                                 index_t i, index_t n, const key_state<T>& st, const T* known_Ci = nullptr) {
+    static index_t causal_scores(worker& wq, worker& wk, causal_tile& ct, const attention_problem<Map, T>& pb,
+                                 index_t p, index_t i, index_t n, const key_state<T>& st, const T* known_Ci = nullptr) {
         const auto& sp = wq.sp;
         const index_t nvalid = std::clamp<index_t>(pb.valid_keys(p) - i, 0, n);
         wk.project(n, pb.k + (p * pb.k_len + i) * sp.d, true);
@@ -110,14 +112,21 @@ struct forward_kernels {
         const index_t nr = std::min(r + 1, nvalid);
         if constexpr (Map::has_stabiliser)
             ops::transform(
-                nr, a, [Cr](auto x, auto c) { using V = decltype(x); return x * math::exp(c - V(Cr)); }, a, ck);
+                nr, a,
+                [Cr](auto x, auto c) {
+                    using V = decltype(x);
+                    return x * math::exp(c - V(Cr));
+                },
+                a, ck);
         std::fill(a + nr, a + nvalid, T(0));
     }
 
     /// Inter-tile factor e^{C_state − C_i} for query row r.
     static T state_factor(const key_state<T>& st, const causal_tile& ct, index_t r) {
-        if constexpr (Map::has_stabiliser) return std::exp(st.C - ct.Ci[r]);
-        else return T(1);
+        if constexpr (Map::has_stabiliser)
+            return std::exp(st.C - ct.Ci[r]);
+        else
+            return T(1);
     }
 
     /// Adds the tile's valid keys (features at own shifts in ct.phk) to st.
@@ -149,10 +158,9 @@ struct forward_kernels {
             const index_t nvalid = causal_scores(wq, wk, ct, pb, p, i, n, st);
             std::fill(ct.num.begin(), ct.num.end(), T(0));
             if (nvalid > 0)
-                gemm_nn<Arch>(n, dv, nvalid, ct.A.data(), nvalid, pb.v + (p * pb.k_len + i) * dv, dv, ct.num.data(),
-                              dv, false);
-            if (!st.empty)
-                gemm_nn<Arch>(n, dv, F, wq.phi.data(), F, st.S.data(), dv, ct.tmp.data(), dv, false);
+                gemm_nn<Arch>(n, dv, nvalid, ct.A.data(), nvalid, pb.v + (p * pb.k_len + i) * dv, dv, ct.num.data(), dv,
+                              false);
+            if (!st.empty) gemm_nn<Arch>(n, dv, F, wq.phi.data(), F, st.S.data(), dv, ct.tmp.data(), dv, false);
             for (index_t r = 0; r < n; ++r) {
                 T den = 0;
                 for (index_t c = 0; c < nvalid; ++c) den += ct.A[r * nvalid + c];
@@ -174,8 +182,8 @@ struct forward_kernels {
 /// Key states of every (head, segment): segment s of head p covers the valid keys in
 /// [split(s), split(s+1)) of the split of `length`.
 template <class Map, class T, class Arch>
-std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb, index_t nseg,
-                                             index_t length) {
+std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb,
+                                             index_t nseg, index_t length) {
     using K = forward_kernels<Map, T, Arch>;
     const index_t items = pb.problems * nseg;
     std::vector<key_state<T>> states(sz(items), key_state<T>(sp.F, pb.dv));
@@ -185,7 +193,8 @@ std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const a
 #pragma omp for schedule(static)
         for (index_t it = 0; it < items; ++it) {
             const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
-            const index_t a = std::min(nk, split_point(length, nseg, s)), b = std::min(nk, split_point(length, nseg, s + 1));
+            const index_t a = std::min(nk, split_point(length, nseg, s)),
+                          b = std::min(nk, split_point(length, nseg, s + 1));
             K::accumulate_keys(w, pb, p, a, b, states[sz(it)]);
         }
     }
@@ -195,7 +204,8 @@ std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const a
 /// Causal segments: segment s of every head starts from the merged key states of its
 /// segments < s (empty for s = 0).
 template <class Map, class T, class Arch>
-std::vector<key_state<T>> causal_initial_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb, index_t nseg) {
+std::vector<key_state<T>> causal_initial_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb,
+                                                index_t nseg) {
     std::vector<key_state<T>> init(sz(pb.problems * nseg), key_state<T>(sp.F, pb.dv));
     if (nseg == 1) return init;
     const auto totals = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
@@ -237,8 +247,8 @@ void linear_forward(const attention_problem<Map, T>& pb, T* out) {
 #pragma omp for schedule(static)
         for (index_t it = 0; it < items; ++it) {
             const index_t p = it / nseg, s = it % nseg;
-            K::causal(wq, wk, pb, p, split_point(pb.q_len, nseg, s), split_point(pb.q_len, nseg, s + 1),
-                      init[sz(it)], out);
+            K::causal(wq, wk, pb, p, split_point(pb.q_len, nseg, s), split_point(pb.q_len, nseg, s + 1), init[sz(it)],
+                      out);
         }
     }
 }

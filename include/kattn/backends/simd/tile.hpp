@@ -9,7 +9,6 @@
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -19,7 +18,6 @@
 #include "../problem.hpp"
 #include "../../linalg/gemm.hpp"
 #include "../../linalg/simd_row_ops.hpp"
-
 
 namespace kattn::detail::simd_impl {
 
@@ -87,9 +85,14 @@ struct tile_worker {
     std::vector<T> xs, u, phi, shift, work, du, dxd;
 
     explicit tile_worker(const spectral<Map, T>& s)
-        : sp(s), xs(sz(tile_rows * s.d)), u(sz(tile_rows * s.P)), phi(sz(tile_rows * s.F)),
-          shift(sz(tile_rows)), work(sz(std::max<index_t>(1, Map::workspace(s.m)))),
-          du(sz(tile_rows * s.P)), dxd(sz(tile_rows * s.d)) {}
+        : sp(s),
+          xs(sz(tile_rows * s.d)),
+          u(sz(tile_rows * s.P)),
+          phi(sz(tile_rows * s.F)),
+          shift(sz(tile_rows)),
+          work(sz(std::max<index_t>(1, Map::workspace(s.m)))),
+          du(sz(tile_rows * s.P)),
+          dxd(sz(tile_rows * s.d)) {}
 
     const T* bias() const { return sp.view.bias; }
 

@@ -106,8 +106,7 @@ struct block_suffix {
         W run = W(0);
         D[(h * g.nb + g.nb - 1) * F * g.dv1 + fc] = run;
         for (index_t b = g.nb - 2; b >= 0; --b) {
-            run = run * rescale<Map>(E[h * g.nb + b], E[h * g.nb + b + 1]) +
-                  B[(h * g.nb + b + 1) * F * g.dv1 + fc];
+            run = run * rescale<Map>(E[h * g.nb + b], E[h * g.nb + b + 1]) + B[(h * g.nb + b + 1) * F * g.dv1 + fc];
             D[(h * g.nb + b) * F * g.dv1 + fc] = run;
         }
     }
@@ -127,8 +126,8 @@ struct key_grads {
     const W* M;
     const W* nt;
     const T* v;
-    W* dphk;  ///< H·Lk × F
-    W* dvv;   ///< H·Lk × dv
+    W* dphk;                                       ///< H·Lk × F
+    W* dvv;                                        ///< H·Lk × dv
     KATTN_HD void operator()(index_t idx) const {  // idx over H·Lk × (F + dv)
         const index_t w = F + g.dv, col = idx % w, kr = idx / w, h = kr / g.Lk, j = kr % g.Lk;
         const bool is_f = col < F;
@@ -146,13 +145,17 @@ struct key_grads {
                 const index_t t = j % chunk, i1 = (b + 1) * chunk < g.Lq ? (b + 1) * chunk : g.Lq;
                 for (index_t i = j; i < i1; ++i) {
                     const index_t r = h * g.Lq + i;
-                    if (is_f) acc += M[r * chunk + t] * phq[r * F + col];
-                    else acc += K[r * chunk + t] * nt[r * g.dv1 + (col - F)];
+                    if (is_f)
+                        acc += M[r * chunk + t] * phq[r * F + col];
+                    else
+                        acc += K[r * chunk + t] * nt[r * g.dv1 + (col - F)];
                 }
             }
         }
-        if (is_f) dphk[kr * F + col] = acc;
-        else dvv[kr * g.dv + (col - F)] = acc;
+        if (is_f)
+            dphk[kr * F + col] = acc;
+        else
+            dvv[kr * g.dv + (col - F)] = acc;
     }
 };
 
@@ -188,8 +191,8 @@ struct vjp_rows {
         }
         const W* x = ws + r * (d + P);
         const W* u = x + d;
-        Map::template activate_vjp<scalar_ops>(s.params, d, s.m, x, u, s.bias, shift[r], phi + r * s.F,
-                                               dphi + r * s.F, du, dxd, db, work);
+        Map::template activate_vjp<scalar_ops>(s.params, d, s.m, x, u, s.bias, shift[r], phi + r * s.F, dphi + r * s.F,
+                                               du, dxd, db, work);
         for (index_t i = 0; i < d; ++i) {
             W acc = dxd[i];
             for (index_t p = 0; p < P; ++p) acc += s.omega[i * P + p] * du[p];
@@ -214,8 +217,10 @@ struct spectral_grads {
         const index_t i = is_bias ? 0 : idx / s.P, p = is_bias ? idx - dP : idx % s.P;
         W acc = W(0);
         auto add = [&](index_t r) {
-            if (is_bias) acc += buf[r * stride + db_offset + p];
-            else acc += ws[r * (s.d + s.P) + i] * buf[r * stride + p];
+            if (is_bias)
+                acc += buf[r * stride + db_offset + p];
+            else
+                acc += ws[r * (s.d + s.P) + i] * buf[r * stride + p];
         };
         for (index_t h = 0; h < g.H; ++h) {
             for (index_t q = 0; q < g.Lq; ++q) add(h * g.Lq + q);

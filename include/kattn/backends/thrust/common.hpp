@@ -116,7 +116,8 @@ struct device_spectral {
             std::vector<W> b(sv.bias, sv.bias + sv.m);
             bias = ::thrust::device_vector<W>(b.begin(), b.end());
         }
-        view = dspec<Map, W>{raw(omega), sv.bias ? raw(bias) : nullptr, sv.d, sv.m, P, Map::feature_dim(sv.m), sv.params};
+        view =
+            dspec<Map, W>{raw(omega), sv.bias ? raw(bias) : nullptr, sv.d, sv.m, P, Map::feature_dim(sv.m), sv.params};
     }
 };
 

@@ -140,8 +140,8 @@ struct intra_scores {
 /// Column c of the state query r sees, contracted with a row vector y over F:
 /// Σ_f y[f] S_i[f, c]  (S_i = e^{E_{b−1} − C_i} P_{b−1} + intra part when causal).
 template <class Map, class W, class T>
-KATTN_HD inline W state_apply(const geometry& g, index_t F, const W* y, const W* S, const W* E, const W* Cq,
-                              const W* K, const T* v, index_t r, index_t c) {
+KATTN_HD inline W state_apply(const geometry& g, index_t F, const W* y, const W* S, const W* E, const W* Cq, const W* K,
+                              const T* v, index_t r, index_t c) {
     const index_t h = r / g.Lq, i = r % g.Lq;
     W acc = W(0);
     if (!g.causal) {
@@ -223,8 +223,8 @@ struct forward_state {
         ws.resize(sz(rows * (d + P)));
         phi.resize(sz(rows * F));
         shift.resize(sz(rows));
-        launch<Policy>(rows, feature_rows<Map, W, T>{spec.view, raw(q), raw(k), qr, g.Lk, raw(nk), scale, true,
-                                                      raw(ws), raw(phi), raw(shift)});
+        launch<Policy>(rows, feature_rows<Map, W, T>{spec.view, raw(q), raw(k), qr, g.Lk, raw(nk), scale, true, raw(ws),
+                                                     raw(phi), raw(shift)});
         const W* ck = raw(shift) + qr;
         R.resize(sz(H * g.Lk));
         E.resize(sz(H * g.nb));
@@ -240,15 +240,14 @@ struct forward_state {
         if (g.causal) {
             launch<Policy>(H * F * g.dv1, block_prefix<Map, W>{g, F, raw(E), raw(S)});
             K.resize(sz(qr * chunk));
-            launch<Policy>(qr * chunk, intra_scores<Map, W, T>{g, F, phq, phk, ck, raw(Cq), raw(v), nullptr, raw(K),
-                                                                nullptr});
+            launch<Policy>(qr * chunk,
+                           intra_scores<Map, W, T>{g, F, phq, phk, ck, raw(Cq), raw(v), nullptr, raw(K), nullptr});
         }
         out.resize(sz(qr * g.dv));
         den.resize(sz(qr));
         clamped.resize(sz(qr));
         launch<Policy>(qr, emit_rows<Map, W, T>{g, F, W(pb.eps), phq, raw(S), raw(E), raw(Cq),
-                                                 g.causal ? raw(K) : nullptr, raw(v), raw(out), raw(den),
-                                                 raw(clamped)});
+                                                g.causal ? raw(K) : nullptr, raw(v), raw(out), raw(den), raw(clamped)});
     }
 
     template <class Policy>

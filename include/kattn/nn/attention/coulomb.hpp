@@ -28,19 +28,22 @@
 namespace kattn::nn {
 
 struct coulomb_config {
-    index_t dim = 0;              ///< D, model width
-    index_t heads = 1;            ///< H, a divisor of D
-    index_t num_features = 256;   ///< m, columns of Ω per head
-    bool causal = false;          ///< query i attends to keys j ≤ i only
+    index_t dim = 0;             ///< D, model width
+    index_t heads = 1;           ///< H, a divisor of D
+    index_t num_features = 256;  ///< m, columns of Ω per head
+    bool causal = false;         ///< query i attends to keys j ≤ i only
     std::uint64_t seed = 0;
-    double temperature = 1.0;     ///< τ of the map
-    double floor = 1e-6;          ///< floor of the map
-    bool renormalize = true;      ///< ℓ1 renormalisation of the map
-    double sigma = 1.0;           ///< initial particles ~ N(0, σ⁻²I)
+    double temperature = 1.0;  ///< τ of the map
+    double floor = 1e-6;       ///< floor of the map
+    bool renormalize = true;   ///< ℓ1 renormalisation of the map
+    double sigma = 1.0;        ///< initial particles ~ N(0, σ⁻²I)
     /// Phase A dynamics (published: η = 2e-3, β = 50, λ = 1e-3, R = 1.5, clip 10; Coulomb
     /// potential, replaced by the log potential when the particle dimension is < 3).
-    samplers::langevin_options langevin{.step_size = 2e-3, .beta = 50.0, .lambda = 1e-3,
-                                        .potential = samplers::repulsion::coulomb, .radius = 1.5,
+    samplers::langevin_options langevin{.step_size = 2e-3,
+                                        .beta = 50.0,
+                                        .lambda = 1e-3,
+                                        .potential = samplers::repulsion::coulomb,
+                                        .radius = 1.5,
                                         .gradient_clip = 10.0};
 };
 
@@ -56,8 +59,7 @@ public:
     using sampler_type = samplers::langevin<Map, backends::reference>;
     using operator_type = linear_attention<Map, sampler_type, Backend, T>;
 
-    explicit coulomb_attention(const coulomb_config& cfg)
-        : cfg_(cfg), dh_(detail::head_dim_of(cfg.dim, cfg.heads)) {
+    explicit coulomb_attention(const coulomb_config& cfg) : cfg_(cfg), dh_(detail::head_dim_of(cfg.dim, cfg.heads)) {
         static_assert(Map::is_positive, "kattn::nn::coulomb_attention: Map must be a positive feature map");
         detail::require(cfg.num_features >= 1, "num_features", ">= 1", cfg.num_features);
         using traits = feature_map_traits<Map>;
@@ -155,9 +157,9 @@ public:
                 phi.push_back(ops_[std::size_t(h)].features(detail::sequence_head(x, ctx, b, h, dh_)));
         return detail::mean_attention_entropy(ctx, cfg_.heads, cfg_.causal,
                                               [&](index_t b, index_t h, index_t i, index_t n, double* w) {
-            const auto& p = phi[std::size_t(b * cfg_.heads + h)];
-            detail::kernel_row(&p(i, 0), p, n, w);
-        });
+                                                  const auto& p = phi[std::size_t(b * cfg_.heads + h)];
+                                                  detail::kernel_row(&p(i, 0), p, n, w);
+                                              });
     }
 
 private:

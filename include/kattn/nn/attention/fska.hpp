@@ -48,29 +48,30 @@ struct fska_config {
 template <class T = float, class Backend = backends::simd>
 class fska_attention {
 public:
-    using positive_op = linear_attention<features::positive<features::nonstationary>, samplers::realnvp,
-                                         Backend, T>;
+    using positive_op = linear_attention<features::positive<features::nonstationary>, samplers::realnvp, Backend, T>;
     using signed_op = linear_attention<features::nonstationary, samplers::realnvp, Backend, T>;
 
     explicit fska_attention(const fska_config& cfg)
-        : cfg_(cfg), dh_(detail::head_dim_of(cfg.dim, cfg.heads)),
-          prior_(make_prior(cfg, dh_)) {
+        : cfg_(cfg), dh_(detail::head_dim_of(cfg.dim, cfg.heads)), prior_(make_prior(cfg, dh_)) {
         detail::require(cfg.num_pairs >= 1, "num_pairs", ">= 1", cfg.num_pairs);
         detail::require(cfg.kl_samples >= 1, "kl_samples", ">= 1", cfg.kl_samples);
         detail::require(std::isfinite(cfg.kl_weight) && cfg.kl_weight >= 0, "kl_weight", "a finite value >= 0",
                         cfg.kl_weight);
         const index_t D = cfg.dim, H = cfg.heads, nflows = cfg.shared_flow ? 1 : H;
         for (index_t f = 0; f < nflows; ++f)
-            flows_.emplace_back(samplers::realnvp_config{.dim = 2 * dh_, .layers = cfg.flow_layers,
+            flows_.emplace_back(samplers::realnvp_config{.dim = 2 * dh_,
+                                                         .layers = cfg.flow_layers,
                                                          .hidden = cfg.flow_hidden,
                                                          .seed = detail::derive_seed(cfg.seed, 100 + f)});
-        typename positive_op::config_type ap{.head_dim = dh_, .value_dim = dh_, .num_features = 2 * cfg.num_pairs,
-                                             .feature = {.scale = cfg.scale}};
+        typename positive_op::config_type ap{
+            .head_dim = dh_, .value_dim = dh_, .num_features = 2 * cfg.num_pairs, .feature = {.scale = cfg.scale}};
         typename signed_op::config_type as{.head_dim = dh_, .value_dim = dh_, .num_features = 2 * cfg.num_pairs};
         for (index_t h = 0; h < H; ++h) {
             ap.seed = as.seed = eval_seed(h);
-            if (cfg.positive) pos_.emplace_back(ap, flow(h));
-            else sgn_.emplace_back(as, flow(h));
+            if (cfg.positive)
+                pos_.emplace_back(ap, flow(h));
+            else
+                sgn_.emplace_back(as, flow(h));
         }
         z_.resize(std::size_t(H));
         wv_ = linear<T>({.in = D, .out = D, .bias = false, .trainable = cfg.learnable_v});
@@ -122,7 +123,9 @@ public:
         tensor<T> dv;
         tensor<T> dx = detail::self_heads_backward(
             x_, v_, dyo, ctx_, cfg_.heads, dh_, cfg_.causal, lens_, dv, [this](index_t h, auto&& f) { visit(h, f); },
-            [this](index_t h, const auto& g) { flow(h).backward(z_[std::size_t(h)], detail::omega_to_pairs(g.d_omega)); });
+            [this](index_t h, const auto& g) {
+                flow(h).backward(z_[std::size_t(h)], detail::omega_to_pairs(g.d_omega));
+            });
         dx += wv_.backward(dv);
         return dx;
     }
@@ -160,7 +163,8 @@ public:
         std::vector<xt::xtensor<T, 2>> phi;  // per (b, h)
         for (index_t b = 0; b < ctx.batch; ++b)
             for (index_t h = 0; h < cfg_.heads; ++h) {
-                const auto om = detail::pairs_to_omega<T>(flow(h).forward(flow(h).noise(cfg_.num_pairs, draw_seed(ctx, h))), dh_);
+                const auto om =
+                    detail::pairs_to_omega<T>(flow(h).forward(flow(h).noise(cfg_.num_pairs, draw_seed(ctx, h))), dh_);
                 const auto xs = detail::sequence_head(x, ctx, b, h, dh_);
                 if (cfg_.positive) {
                     positive_op op = pos_[std::size_t(h)];
@@ -174,9 +178,9 @@ public:
             }
         return detail::mean_attention_entropy(ctx, cfg_.heads, cfg_.causal,
                                               [&](index_t b, index_t h, index_t i, index_t n, double* w) {
-            const auto& p = phi[std::size_t(b * cfg_.heads + h)];
-            detail::kernel_row(&p(i, 0), p, n, w);
-        });
+                                                  const auto& p = phi[std::size_t(b * cfg_.heads + h)];
+                                                  detail::kernel_row(&p(i, 0), p, n, w);
+                                              });
     }
 
 private:
@@ -188,8 +192,10 @@ private:
 
     template <class F>
     void visit(index_t h, F&& f) {
-        if (cfg_.positive) f(pos_[std::size_t(h)]);
-        else f(sgn_[std::size_t(h)]);
+        if (cfg_.positive)
+            f(pos_[std::size_t(h)]);
+        else
+            f(sgn_[std::size_t(h)]);
     }
 
     fska_config cfg_;

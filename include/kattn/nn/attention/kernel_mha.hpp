@@ -31,11 +31,11 @@
 namespace kattn::nn {
 
 struct kernel_mha_config {
-    index_t dim = 0;                      ///< D, model width
-    index_t heads = 1;                    ///< H, a divisor of D
-    index_t num_features = 256;           ///< columns of Ω
-    bool causal = false;                  ///< query i attends to keys j ≤ i only
-    std::uint64_t seed = 0;               ///< projections and Ω
+    index_t dim = 0;             ///< D, model width
+    index_t heads = 1;           ///< H, a divisor of D
+    index_t num_features = 256;  ///< columns of Ω
+    bool causal = false;         ///< query i attends to keys j ≤ i only
+    std::uint64_t seed = 0;      ///< projections and Ω
     /// The map's and sampler's parameters and the operator options (input_scale, eps, ...);
     /// head_dim, value_dim, num_features and seed are the layer's (dim / heads,
     /// num_features, a seed derived from `seed`): leave them 0 here.
@@ -109,9 +109,9 @@ public:
             }
         return detail::mean_attention_entropy(ctx, cfg_.heads, cfg_.causal,
                                               [&](index_t b, index_t h, index_t i, index_t n, double* w) {
-            const auto p = std::size_t(b * cfg_.heads + h);
-            detail::kernel_row(&pq[p](i, 0), pk[p], n, w);
-        });
+                                                  const auto p = std::size_t(b * cfg_.heads + h);
+                                                  detail::kernel_row(&pq[p](i, 0), pk[p], n, w);
+                                              });
     }
 
 private:

@@ -99,18 +99,18 @@ public:
         const tensor<T> q = cfg_.qkv ? wq_.apply(x) : x, k = cfg_.qkv ? wk_.apply(x) : x;
         const double scale = 1.0 / std::sqrt(double(dh_));
         const index_t L = ctx.length;
-        return detail::mean_attention_entropy(ctx, cfg_.heads, cfg_.causal,
-                                              [&](index_t b, index_t h, index_t i, index_t n, double* w) {
-            double mx = -INFINITY;
-            for (index_t j = 0; j < n; ++j) {
-                double s = 0;
-                for (index_t c = 0; c < dh_; ++c)
-                    s += double(q(b * L + i, h * dh_ + c)) * double(k(b * L + j, h * dh_ + c));
-                w[j] = scale * s;
-                mx = std::max(mx, w[j]);
-            }
-            for (index_t j = 0; j < n; ++j) w[j] = std::exp(w[j] - mx);
-        });
+        return detail::mean_attention_entropy(
+            ctx, cfg_.heads, cfg_.causal, [&](index_t b, index_t h, index_t i, index_t n, double* w) {
+                double mx = -INFINITY;
+                for (index_t j = 0; j < n; ++j) {
+                    double s = 0;
+                    for (index_t c = 0; c < dh_; ++c)
+                        s += double(q(b * L + i, h * dh_ + c)) * double(k(b * L + j, h * dh_ + c));
+                    w[j] = scale * s;
+                    mx = std::max(mx, w[j]);
+                }
+                for (index_t j = 0; j < n; ++j) w[j] = std::exp(w[j] - mx);
+            });
     }
 
 private:

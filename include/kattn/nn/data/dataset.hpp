@@ -27,22 +27,22 @@ enum class input_kind { tokens, pixels };
 struct batch {
     input_kind kind = input_kind::tokens;
     index_t size = 0;
-    index_t length = 0;                 ///< tokens per item (text: padded length)
-    index_t item_size = 0;              ///< pixels per item (images)
-    std::vector<std::int32_t> tokens;   ///< [size·length]
-    std::vector<float> pixels;          ///< [size·item_size]
-    std::vector<index_t> lengths;       ///< [size] valid tokens (text)
-    std::vector<int> labels;            ///< [size]
+    index_t length = 0;                ///< tokens per item (text: padded length)
+    index_t item_size = 0;             ///< pixels per item (images)
+    std::vector<std::int32_t> tokens;  ///< [size·length]
+    std::vector<float> pixels;         ///< [size·item_size]
+    std::vector<index_t> lengths;      ///< [size] valid tokens (text)
+    std::vector<int> labels;           ///< [size]
 };
 
 struct dataset {
     std::string name;
     input_kind kind = input_kind::tokens;
     index_t num_classes = 0;
-    index_t item_size = 0;                          ///< pixels per image
-    index_t max_length = 0;                         ///< text: truncation length
-    std::vector<std::vector<std::int32_t>> texts;   ///< text items (token ids, unpadded)
-    std::vector<float> pixels;                      ///< images [size·item_size]
+    index_t item_size = 0;                         ///< pixels per image
+    index_t max_length = 0;                        ///< text: truncation length
+    std::vector<std::vector<std::int32_t>> texts;  ///< text items (token ids, unpadded)
+    std::vector<float> pixels;                     ///< images [size·item_size]
     std::vector<int> labels;
 
     index_t size() const { return index_t(labels.size()); }

@@ -30,9 +30,9 @@ inline constexpr double fashion_mnist_sd = 0.3530;
 
 struct fashion_mnist_options {
     std::string directory = "/usr/share/datasets/fashion-mnist";
-    bool normalize = true;      ///< (x − 0.2860)/0.3530 after x = p/255
-    index_t limit_train = 0;    ///< keep the first N training images (0 = all)
-    index_t limit_test = 0;     ///< keep the first N test images (0 = all)
+    bool normalize = true;    ///< (x − 0.2860)/0.3530 after x = p/255
+    index_t limit_train = 0;  ///< keep the first N training images (0 = all)
+    index_t limit_test = 0;   ///< keep the first N test images (0 = all)
 };
 
 struct fashion_mnist_split {
@@ -53,8 +53,7 @@ inline std::string fashion_mnist_file(const std::string& directory, std::string_
 }
 
 inline dataset load_fashion_mnist_part(const std::string& directory, std::string_view images_name,
-                                       std::string_view labels_name, index_t limit, bool normalize,
-                                       std::string name) {
+                                       std::string_view labels_name, index_t limit, bool normalize, std::string name) {
     const std::string ipath = fashion_mnist_file(directory, images_name);
     const std::string lpath = fashion_mnist_file(directory, labels_name);
     const idx_images img = read_idx_images(ipath);
@@ -66,8 +65,8 @@ inline dataset load_fashion_mnist_part(const std::string& directory, std::string
             "'" + lpath + "' (" + std::to_string(labels.size()) + " labels)");
     for (std::size_t i = 0; i < labels.size(); ++i)
         if (labels[i] < 0 || labels[i] > 9)
-            fail("path", "labels in [0, 9]", "'" + lpath + "' (label " + std::to_string(labels[i]) + " at item " +
-                                                 std::to_string(i) + ")");
+            fail("path", "labels in [0, 9]",
+                 "'" + lpath + "' (label " + std::to_string(labels[i]) + " at item " + std::to_string(i) + ")");
     const index_t n = (limit > 0 && limit < img.count) ? limit : img.count;
     dataset d;
     d.name = std::move(name);
@@ -93,12 +92,12 @@ inline fashion_mnist_split load_fashion_mnist(const fashion_mnist_options& optio
     detail::require(options.limit_train >= 0, "limit_train", ">= 0 (0 = all)", options.limit_train);
     detail::require(options.limit_test >= 0, "limit_test", ">= 0 (0 = all)", options.limit_test);
     fashion_mnist_split s;
-    s.train = detail::load_fashion_mnist_part(options.directory, "train-images-idx3-ubyte.gz",
-                                              "train-labels-idx1-ubyte.gz", options.limit_train, options.normalize,
-                                              "fashion-mnist/train");
-    s.test = detail::load_fashion_mnist_part(options.directory, "t10k-images-idx3-ubyte.gz",
-                                             "t10k-labels-idx1-ubyte.gz", options.limit_test, options.normalize,
-                                             "fashion-mnist/test");
+    s.train =
+        detail::load_fashion_mnist_part(options.directory, "train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                                        options.limit_train, options.normalize, "fashion-mnist/train");
+    s.test =
+        detail::load_fashion_mnist_part(options.directory, "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz",
+                                        options.limit_test, options.normalize, "fashion-mnist/test");
     return s;
 }
 

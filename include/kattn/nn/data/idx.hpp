@@ -47,8 +47,9 @@ public:
         file_ = gzopen(path.c_str(), "rb");
         if (file_ == nullptr) {
             const int e = errno;
-            fail("path", "a readable " + what_, "'" + path + "' (cannot open: " +
-                 (e != 0 ? std::string(std::strerror(e)) : std::string("out of memory")) + ")");
+            fail("path", "a readable " + what_,
+                 "'" + path + "' (cannot open: " +
+                     (e != 0 ? std::string(std::strerror(e)) : std::string("out of memory")) + ")");
         }
         gzbuffer(file_, 1u << 17);
     }
@@ -68,7 +69,8 @@ public:
             if (got < 0) {
                 int code = 0;
                 const char* msg = gzerror(file_, &code);
-                fail("path", "an intact " + what_, "'" + path_ + "' (read error: " + std::string(msg ? msg : "?") + ")");
+                fail("path", "an intact " + what_,
+                     "'" + path_ + "' (read error: " + std::string(msg ? msg : "?") + ")");
             }
             if (got == 0) break;
             done += std::size_t(got);
@@ -87,7 +89,8 @@ public:
     std::uint32_t read_u32(std::string_view part) {
         unsigned char b[4];
         read_exact(b, 4, part);
-        return (std::uint32_t(b[0]) << 24) | (std::uint32_t(b[1]) << 16) | (std::uint32_t(b[2]) << 8) | std::uint32_t(b[3]);
+        return (std::uint32_t(b[0]) << 24) | (std::uint32_t(b[1]) << 16) | (std::uint32_t(b[2]) << 8) |
+               std::uint32_t(b[3]);
     }
 
     /// Reads exactly n bytes of `part` into a new vector, growing it in 16 MiB steps so that

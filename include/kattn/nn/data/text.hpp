@@ -48,9 +48,7 @@ inline std::string read_file_bytes(const std::string& path) {
     return s;
 }
 
-inline bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 inline std::string excerpt(std::string_view s) {
     return s.size() <= 60 ? std::string(s) : std::string(s.substr(0, 57)) + "...";
@@ -78,8 +76,9 @@ inline std::vector<std::string> read_lines(const std::string& path) {
 inline labeled_texts read_tsv(const std::string& path) {
     const std::vector<std::string> lines = read_lines(path);
     if (lines.empty() || lines[0] != "sentence\tlabel")
-        detail::fail("path", "a TSV file whose first line is the header 'sentence<TAB>label'",
-                     "'" + path + "' (first line '" + (lines.empty() ? std::string() : detail::excerpt(lines[0])) + "')");
+        detail::fail(
+            "path", "a TSV file whose first line is the header 'sentence<TAB>label'",
+            "'" + path + "' (first line '" + (lines.empty() ? std::string() : detail::excerpt(lines[0])) + "')");
     labeled_texts t;
     t.sentences.reserve(lines.size() - 1);
     t.labels.reserve(lines.size() - 1);

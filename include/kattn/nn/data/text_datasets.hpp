@@ -34,11 +34,11 @@
 namespace kattn::nn {
 
 struct text_options {
-    index_t max_length = 64;   ///< truncation length in tokens (≤ token_input's max_length: docs/encoder.md §8)
-    index_t min_freq = 1;      ///< words seen fewer times in train are "<unk>"
-    index_t max_vocab = 0;     ///< cap on the vocabulary size, specials included (0 = none)
+    index_t max_length = 64;  ///< truncation length in tokens (≤ token_input's max_length: docs/encoder.md §8)
+    index_t min_freq = 1;     ///< words seen fewer times in train are "<unk>"
+    index_t max_vocab = 0;    ///< cap on the vocabulary size, specials included (0 = none)
     bool lowercase = true;
-    index_t limit_train = 0;   ///< keep the first N training items (0 = all)
+    index_t limit_train = 0;  ///< keep the first N training items (0 = all)
 };
 
 /// Train/dev/test token datasets and the training vocabulary.
@@ -97,7 +97,8 @@ inline text_splits make_text_splits(const std::string& name, labeled_texts train
 }  // namespace detail
 
 /// SST-2 from `directory`/{train,dev,test}.tsv (see the header comment).
-inline text_splits load_sst2(const std::string& directory = "../shared/data/text/sst2", const text_options& options = {}) {
+inline text_splits load_sst2(const std::string& directory = "../shared/data/text/sst2",
+                             const text_options& options = {}) {
     detail::check_text_options(options);
     labeled_texts parts[3];
     const char* names[3] = {"train.tsv", "dev.tsv", "test.tsv"};
@@ -106,8 +107,9 @@ inline text_splits load_sst2(const std::string& directory = "../shared/data/text
         parts[k] = read_tsv(path);
         for (std::size_t i = 0; i < parts[k].labels.size(); ++i)
             if (parts[k].labels[i] > 1)
-                detail::fail("path", "SST-2 labels 0 or 1",
-                             "'" + path + "' line " + std::to_string(i + 2) + ": label " + std::to_string(parts[k].labels[i]));
+                detail::fail(
+                    "path", "SST-2 labels 0 or 1",
+                    "'" + path + "' line " + std::to_string(i + 2) + ": label " + std::to_string(parts[k].labels[i]));
     }
     return detail::make_text_splits("sst2", std::move(parts[0]), parts[1], parts[2], options);
 }
@@ -132,8 +134,8 @@ inline text_splits load_rotten_tomatoes(const std::string& directory = "../share
     detail::check_text_options(options);
     labeled_texts all;
     for (int label : {1, 0}) {
-        const std::string path = detail::text_data_file(directory, label == 1 ? "rt-polarity.pos" : "rt-polarity.neg",
-                                                        "Rotten Tomatoes");
+        const std::string path =
+            detail::text_data_file(directory, label == 1 ? "rt-polarity.pos" : "rt-polarity.neg", "Rotten Tomatoes");
         for (std::string& s : read_lines(path)) {
             all.sentences.push_back(std::move(s));
             all.labels.push_back(label);

@@ -64,9 +64,9 @@ inline void class_sums(const double* phi, index_t n, index_t F, const int* label
 /// Alignment energy term V (see the header) of precomputed features; adds ∂V/∂Ω (d × P)
 /// into d_omega when it is non-null. a, b: the target kernel T_ij = a[c_i = c_j] + b.
 template <class Map, class Ops = scalar_ops>
-double alignment_energy(const map_params_t<Map>& p, index_t d, index_t m, const double* bias,
-                        const double* x, const int* labels, index_t n, index_t C, double a, double b,
-                        const double* U, const double* phi, double* d_omega) {
+double alignment_energy(const map_params_t<Map>& p, index_t d, index_t m, const double* bias, const double* x,
+                        const int* labels, index_t n, index_t C, double a, double b, const double* U, const double* phi,
+                        double* d_omega) {
     const index_t P = Map::projection_dim(m), F = Map::feature_dim(m);
     std::vector<double> Sc, S, counts;
     class_sums(phi, n, F, labels, C, Sc, S, counts);
@@ -89,7 +89,8 @@ double alignment_energy(const map_params_t<Map>& p, index_t d, index_t m, const 
     const double g = -2.0 * norm;
 #pragma omp parallel for schedule(static)
     for (index_t c = 0; c < chunks; ++c) {
-        std::vector<double> dphi(F), du(P), dx(d), db(std::max<index_t>(m, 1)), work(std::max<index_t>(Map::workspace(m), 1));
+        std::vector<double> dphi(F), du(P), dx(d), db(std::max<index_t>(m, 1)),
+            work(std::max<index_t>(Map::workspace(m), 1));
         double* dO = partial.data() + c * d * P;
         for (index_t i = chunk_begin(n, chunks, c); i < chunk_begin(n, chunks, c + 1); ++i) {
             const double* f = phi + i * F;
@@ -98,8 +99,8 @@ double alignment_energy(const map_params_t<Map>& p, index_t d, index_t m, const 
             std::fill(dx.begin(), dx.end(), 0.0);
             std::fill(db.begin(), db.end(), 0.0);
             const double* xi = x + i * d;
-            Map::template activate_vjp<Ops>(p, d, m, xi, U + i * P, bias, 0.0, f, dphi.data(), du.data(),
-                                                   dx.data(), Map::uses_bias ? db.data() : nullptr, work.data());
+            Map::template activate_vjp<Ops>(p, d, m, xi, U + i * P, bias, 0.0, f, dphi.data(), du.data(), dx.data(),
+                                            Map::uses_bias ? db.data() : nullptr, work.data());
             for (index_t k = 0; k < d; ++k) {
                 const double xk = xi[k];
                 double* row = dO + k * P;

@@ -135,8 +135,8 @@ void coupling_layer_run(const coupling_layout& L, const T* P, const unsigned cha
 /// output rows; R, S: as stored by the run. On entry g [n, D] = ∂L/∂out, on exit ∂L/∂in;
 /// g_ld [n] = ∂L/∂(Σ_{b_j=0} s_j) per row (nullptr: 0). Accumulates ∂L/∂θ into G.
 inline void coupling_layer_backward(const coupling_layout& L, const double* P, const unsigned char* b, double alpha,
-                                    bool inverse, const double* in, const double* out, const double* R,
-                                    const double* S, double* g, const double* g_ld, index_t n, double* G) {
+                                    bool inverse, const double* in, const double* out, const double* R, const double* S,
+                                    double* g, const double* g_ld, index_t n, double* G) {
     using arch = xsimd::default_arch;
     const index_t D = L.D, H = L.H, H2 = 2 * H;
     const coupling_split sp(b, D);
@@ -271,8 +271,8 @@ inline void coupling_stack_backward(const coupling_layout& L, index_t K, const d
     for (index_t a = K - 1; a >= 0; --a) {
         const index_t l = inverse ? K - 1 - a : a;
         coupling_layer_backward(L, P + l * L.size(), masks + l * D, alpha, inverse, c.x.data() + a * n * D,
-                                c.x.data() + (a + 1) * n * D, c.r.data() + a * n * 2 * H, c.s.data() + a * n * D,
-                                g_in, g_ld, n, G + l * L.size());
+                                c.x.data() + (a + 1) * n * D, c.r.data() + a * n * 2 * H, c.s.data() + a * n * D, g_in,
+                                g_ld, n, G + l * L.size());
     }
 }
 

@@ -162,7 +162,6 @@ inline void require_cache(bool has, std::string_view layer) {
     if (!has) fail("dy", std::string("a preceding forward() of this ") + std::string(layer) + " layer", "none");
 }
 
-
 /// y[:, h·dh:(h+1)·dh] = attention_h(x_h, x_h, v_h) for every head h; with_op(h, f) calls
 /// f(operator of head h).
 template <class T, class WithOp>
@@ -181,8 +180,8 @@ tensor<T> self_heads_forward(const tensor<T>& x, const tensor<T>& v, const conte
 /// writes dv; on_grad(h, g) receives each head's operator gradients (for ∂Ω).
 template <class T, class WithOp, class OnGrad>
 tensor<T> self_heads_backward(const tensor<T>& x, const tensor<T>& v, const tensor<T>& dout, const context& ctx,
-                              index_t heads, index_t dh, bool causal, const std::vector<index_t>& lens,
-                              tensor<T>& dv, WithOp&& with_op, OnGrad&& on_grad) {
+                              index_t heads, index_t dh, bool causal, const std::vector<index_t>& lens, tensor<T>& dv,
+                              WithOp&& with_op, OnGrad&& on_grad) {
     const index_t D = heads * dh;
     tensor<T> dx = zeros<T>(ctx.rows(), D);
     dv = zeros<T>(ctx.rows(), D);
