@@ -90,7 +90,7 @@ struct step_problem {
 
 namespace kattn::detail {
 
-// The contract's types under their pre-0.2 names (they lived in kattn::detail).
+// The contract's types, visible unqualified to the backends' internals (kattn::detail::…).
 using backends::attention_gradients;
 using backends::attention_problem;
 using backends::feature_problem;

@@ -26,7 +26,9 @@ struct linear_config {
     std::uint64_t seed = 0;
 };
 
-template <class T = float>
+/// Gemm: the matrix-product policy (linalg/gemm.hpp); attention layers pass their
+/// backend's, execution_backend_traits<Backend>::gemm.
+template <class T = float, class Gemm = kattn::detail::simd_gemm<>>
 class linear {
 public:
     linear() = default;
@@ -59,7 +61,7 @@ public:
         tensor<T> y = tensor<T>::from_shape({std::size_t(n), std::size_t(cfg_.out)});
         if (cfg_.bias)
             for (index_t r = 0; r < n; ++r) std::copy(b_.value.begin(), b_.value.end(), y.data() + r * cfg_.out);
-        detail::matmul(n, cfg_.in, cfg_.out, x.data(), w_.data(), y.data(), cfg_.bias);
+        detail::matmul<T, Gemm>(n, cfg_.in, cfg_.out, x.data(), w_.data(), y.data(), cfg_.bias);
         return y;
     }
 
@@ -84,13 +86,13 @@ public:
                         "shape [" + std::to_string(n) + ", " + std::to_string(cfg_.out) + "] (the last output)",
                         detail::shape_text(dy.shape()));
         if (cfg_.trainable) {
-            detail::matmul_tn(n, cfg_.in, cfg_.out, x_.data(), dy.data(), w_.grad.data(), true);
+            detail::matmul_tn<T, Gemm>(n, cfg_.in, cfg_.out, x_.data(), dy.data(), w_.grad.data(), true);
             if (cfg_.bias)
                 for (index_t r = 0; r < n; ++r)
                     for (index_t c = 0; c < cfg_.out; ++c) b_.grad[c] += dy(r, c);
         }
         tensor<T> dx = tensor<T>::from_shape({std::size_t(n), std::size_t(cfg_.in)});
-        detail::matmul_bt(n, cfg_.in, cfg_.out, dy.data(), w_.data(), dx.data(), false);
+        detail::matmul_bt<T, Gemm>(n, cfg_.in, cfg_.out, dy.data(), w_.data(), dx.data(), false);
         return dx;
     }
 

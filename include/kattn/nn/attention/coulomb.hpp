@@ -56,6 +56,8 @@ struct alignment_report {
 template <class Map, class T = float, class Backend = backends::simd>
 class coulomb_attention {
 public:
+    /// Dense layers on the backend's matrix products.
+    using linear_type = linear<T, kattn::detail::gemm_of<Backend>>;
     using sampler_type = samplers::langevin<Map, backends::reference>;
     using operator_type = linear_attention<Map, sampler_type, Backend, T>;
 
@@ -79,8 +81,8 @@ public:
             particles_.emplace_back(a, opt);
             ops_.emplace_back(a, particles_.back());
         }
-        wv_ = linear<T>({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 1)});
-        wo_ = linear<T>({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 2)});
+        wv_ = linear_type({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 1)});
+        wo_ = linear_type({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 2)});
         name_ = std::string("coulomb-") + Map::name;
     }
 
@@ -90,8 +92,8 @@ public:
     const operator_type& attention(index_t h) const { return ops_[std::size_t(h)]; }
     const sampler_type& particles(index_t h) const { return particles_[std::size_t(h)]; }
     const xt::xtensor<T, 2>& omega(index_t h) const { return ops_[std::size_t(h)].omega(); }
-    linear<T>& value() { return wv_; }
-    linear<T>& output() { return wo_; }
+    linear_type& value() { return wv_; }
+    linear_type& output() { return wo_; }
 
     /// Phase A (see the header comment): pooled [n, D], labels[i] in [0, C).
     alignment_report align(const tensor<T>& pooled, std::span<const int> labels, index_t steps) {
@@ -171,7 +173,7 @@ private:
     index_t dh_ = 0;
     std::vector<sampler_type> particles_;
     std::vector<operator_type> ops_;
-    linear<T> wv_, wo_;
+    linear_type wv_, wo_;
     std::string name_;
     context ctx_{};
     std::vector<index_t> lens_;

@@ -48,6 +48,8 @@ struct fska_config {
 template <class T = float, class Backend = backends::simd>
 class fska_attention {
 public:
+    /// Dense layers on the backend's matrix products.
+    using linear_type = linear<T, kattn::detail::gemm_of<Backend>>;
     using positive_op = linear_attention<features::positive<features::nonstationary>, samplers::realnvp, Backend, T>;
     using signed_op = linear_attention<features::nonstationary, samplers::realnvp, Backend, T>;
 
@@ -74,10 +76,10 @@ public:
                 sgn_.emplace_back(as, flow(h));
         }
         z_.resize(std::size_t(H));
-        wv_ = linear<T>({.in = D, .out = D, .bias = false, .trainable = cfg.learnable_v});
+        wv_ = linear_type({.in = D, .out = D, .bias = false, .trainable = cfg.learnable_v});
         const std::vector<double> q = detail::orthogonal_matrix(D, detail::derive_seed(cfg.seed, 1));
         for (std::size_t i = 0; i < q.size(); ++i) wv_.weight().value[i] = T(q[i]);
-        wo_ = linear<T>({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 2)});
+        wo_ = linear_type({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 2)});
         name_ = cfg.positive ? "fska" : "fska-signed";
     }
 
@@ -87,8 +89,8 @@ public:
     samplers::realnvp& flow(index_t h) { return flows_[std::size_t(cfg_.shared_flow ? 0 : h)]; }
     const samplers::realnvp& flow(index_t h) const { return flows_[std::size_t(cfg_.shared_flow ? 0 : h)]; }
     const samplers::gmm& prior() const { return prior_; }
-    linear<T>& value() { return wv_; }
-    linear<T>& output() { return wo_; }
+    linear_type& value() { return wv_; }
+    linear_type& output() { return wo_; }
     /// Ω [dh, 2m] of head h in the last forward.
     const xt::xtensor<T, 2>& omega(index_t h) const {
         return cfg_.positive ? pos_[std::size_t(h)].omega() : sgn_[std::size_t(h)].omega();
@@ -204,7 +206,7 @@ private:
     std::vector<samplers::realnvp> flows_;
     std::vector<positive_op> pos_;
     std::vector<signed_op> sgn_;
-    linear<T> wv_, wo_;
+    linear_type wv_, wo_;
     std::string name_;
     context ctx_{};
     std::vector<index_t> lens_;

@@ -45,14 +45,16 @@ struct kernel_mha_config {
 template <class Map, class Sampler = typename Map::default_sampler, class T = float, class Backend = backends::simd>
 class kernel_mha {
 public:
+    /// Dense layers on the backend's matrix products.
+    using linear_type = linear<T, kattn::detail::gemm_of<Backend>>;
     using operator_type = linear_attention<Map, Sampler, Backend, T>;
 
     explicit kernel_mha(const kernel_mha_config& cfg) : cfg_(cfg), op_(make_config(cfg)) {
         const index_t D = cfg.dim;
-        wq_ = linear<T>({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 0)});
-        wk_ = linear<T>({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 1)});
-        wv_ = linear<T>({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 2)});
-        wo_ = linear<T>({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 3)});
+        wq_ = linear_type({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 0)});
+        wk_ = linear_type({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 1)});
+        wv_ = linear_type({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 2)});
+        wo_ = linear_type({.in = D, .out = D, .seed = detail::derive_seed(cfg.seed, 3)});
         if constexpr (std::is_same_v<Map, features::favor> && std::is_same_v<Sampler, samplers::orthogonal_gaussian>)
             name_ = "performer";
         else
@@ -62,7 +64,7 @@ public:
     const kernel_mha_config& config() const { return cfg_; }
     std::string_view name() const { return name_; }
     const operator_type& attention() const { return op_; }
-    linear<T>& output() { return wo_; }
+    linear_type& output() { return wo_; }
     /// Replaces Ω [dh, num_features] (shared by all heads).
     void set_omega(const xt::xtensor<T, 2>& omega) { op_.set_omega(omega); }
     const xt::xtensor<T, 2>& omega() const { return op_.omega(); }
@@ -128,7 +130,7 @@ private:
     kernel_mha_config cfg_;
     index_t dh_ = 0;
     operator_type op_;
-    linear<T> wq_, wk_, wv_, wo_;
+    linear_type wq_, wk_, wv_, wo_;
     std::string name_;
     context ctx_{};
     std::vector<index_t> lens_;
