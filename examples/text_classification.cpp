@@ -28,7 +28,7 @@ using kattn::index_t;
 int main(int argc, char** argv) {
     CLI::App app{"kattn: sentence classification (SST-2, Rotten Tomatoes) with kernel attention"};
     bool quick = false;
-    std::string json, models_arg, seed_list, datasets_arg = "sst2,rt", data_dir = "../shared/data/text";
+    std::string json, models_arg, seed_list, datasets_arg = "sst2,rt", data_dir = "data/text";
     index_t epochs = 0, seeds_n = 0, batch = 64, threads = 0, max_length = 64, train_limit = 0, patience = 3;
     double lr = 1e-3, weight_decay = 1e-4;
     index_t min_freq = 2;

@@ -99,12 +99,13 @@ std::string error_text(F&& f) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-/// ../shared/data seen from the project root (or the build directory below it).
+/// The repository's data/ (data/README.md), found from this source file or the working
+/// directory (the project root, or a build directory below it).
 std::string data_dir() {
     const fs::path here = fs::path(__FILE__).parent_path();
-    for (const fs::path& p : {fs::path("../shared/data"), fs::path("../../shared/data"), here / "../../../shared/data"})
+    for (const fs::path& p : {here / "../../data", fs::path("data"), fs::path("../data")})
         if (fs::is_directory(p / "text")) return p.string();
-    FAIL("the project data ../shared/data/text not found (relative to the project root or its build directory)");
+    FAIL("the project data data/text not found (relative to the project root or its build directory)");
     return "";
 }
 

@@ -97,8 +97,7 @@ inline text_splits make_text_splits(const std::string& name, labeled_texts train
 }  // namespace detail
 
 /// SST-2 from `directory`/{train,dev,test}.tsv (see the header comment).
-inline text_splits load_sst2(const std::string& directory = "../shared/data/text/sst2",
-                             const text_options& options = {}) {
+inline text_splits load_sst2(const std::string& directory = "data/text/sst2", const text_options& options = {}) {
     detail::check_text_options(options);
     labeled_texts parts[3];
     const char* names[3] = {"train.tsv", "dev.tsv", "test.tsv"};
@@ -129,7 +128,7 @@ inline std::vector<index_t> split_permutation(index_t n, std::uint64_t split_see
 
 /// Rotten Tomatoes from `directory`/rt-polarity.{pos,neg}, split 80/10/10 by `split_seed`
 /// (see the header comment).
-inline text_splits load_rotten_tomatoes(const std::string& directory = "../shared/data/text/rt-polarity",
+inline text_splits load_rotten_tomatoes(const std::string& directory = "data/text/rt-polarity",
                                         const text_options& options = {}, std::uint64_t split_seed = 42) {
     detail::check_text_options(options);
     labeled_texts all;
