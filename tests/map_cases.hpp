@@ -42,10 +42,8 @@ struct map_case {
     static inline const std::string name = label<Map>() + (identity ? "(identity)" : "");
     static void configure(config& c) {
         auto& f = c.feature;
-        kattn::detail::assign_parameter(
-            f, [](auto& q) -> decltype((q.temperature)) { return q.temperature; }, 0.8);
-        kattn::detail::assign_parameter(
-            f, [](auto& q) -> decltype((q.scale)) { return q.scale; }, 1.5);
+        kattn::detail::assign_parameter(f, kattn::detail::field::temperature, 0.8);
+        kattn::detail::assign_parameter(f, kattn::detail::field::scale, 1.5);
     }
 };
 

@@ -131,14 +131,12 @@ void apply_shorthand(C& c, const char* field, const std::optional<V>& v, Get get
 template <detail::policy_type Map, class Sampler>
 void attention_config<Map, Sampler>::resolve() {
     auto& c = *this;
-    detail::apply_shorthand(c, "temperature", temperature,
-                            [](auto& q) -> decltype((q.temperature)) { return q.temperature; });
-    detail::apply_shorthand(c, "floor", floor, [](auto& q) -> decltype((q.floor)) { return q.floor; });
-    detail::apply_shorthand(c, "scale", scale, [](auto& q) -> decltype((q.scale)) { return q.scale; });
-    detail::apply_shorthand(c, "renormalize", renormalize,
-                            [](auto& q) -> decltype((q.renormalize)) { return q.renormalize; });
-    detail::apply_shorthand(c, "sigma", sigma, [](auto& q) -> decltype((q.sigma)) { return q.sigma; });
-    detail::apply_shorthand(c, "norms", norms, [](auto& q) -> decltype((q.norms)) { return q.norms; });
+    detail::apply_shorthand(c, "temperature", temperature, detail::field::temperature);
+    detail::apply_shorthand(c, "floor", floor, detail::field::floor);
+    detail::apply_shorthand(c, "scale", scale, detail::field::scale);
+    detail::apply_shorthand(c, "renormalize", renormalize, detail::field::renormalize);
+    detail::apply_shorthand(c, "sigma", sigma, detail::field::sigma);
+    detail::apply_shorthand(c, "norms", norms, detail::field::norms);
     temperature.reset();
     floor.reset();
     scale.reset();

@@ -97,7 +97,7 @@ namespace detail {
 
 /// Writes v into the member `get` selects in p (or in p.inner: positive<F>'s parameters of
 /// F); false when neither has one. `get` is a generic lambda returning the member by
-/// reference, SFINAE-friendly (`[](auto& q) -> decltype((q.floor)) { return q.floor; }`).
+/// reference, SFINAE-friendly (the selectors of detail::field below).
 template <class P, class Get, class V>
 bool assign_parameter(P& p, Get get, const V& v) {
     if constexpr (requires { get(p) = v; }) {
@@ -109,6 +109,16 @@ bool assign_parameter(P& p, Get get, const V& v) {
         return false;
     }
 }
+
+/// Selectors of the parameter fields that may be set by name (assign_parameter's `get`).
+namespace field {
+inline constexpr auto temperature = [](auto& q) -> decltype((q.temperature)) { return q.temperature; };
+inline constexpr auto floor = [](auto& q) -> decltype((q.floor)) { return q.floor; };
+inline constexpr auto scale = [](auto& q) -> decltype((q.scale)) { return q.scale; };
+inline constexpr auto renormalize = [](auto& q) -> decltype((q.renormalize)) { return q.renormalize; };
+inline constexpr auto sigma = [](auto& q) -> decltype((q.sigma)) { return q.sigma; };
+inline constexpr auto norms = [](auto& q) -> decltype((q.norms)) { return q.norms; };
+}  // namespace field
 
 /// Map's parameters from a pre-0.2 feature_params: every field the map has is copied by
 /// name; a field it does not have must hold its default (else kattn::error names it).
@@ -123,16 +133,10 @@ map_params_t<Map> map_params_from(const feature_params& fp) {
             if (!assign_parameter(p, get, v) && v != d)
                 fail(field, std::string("its default: feature map '") + Map::name + "' has no such parameter", v);
         };
-        take(
-            "temperature", [](auto& q) -> decltype((q.temperature)) { return q.temperature; }, fp.temperature,
-            def.temperature);
-        take(
-            "floor", [](auto& q) -> decltype((q.floor)) { return q.floor; }, fp.floor, def.floor);
-        take(
-            "scale", [](auto& q) -> decltype((q.scale)) { return q.scale; }, fp.scale, def.scale);
-        take(
-            "renormalize", [](auto& q) -> decltype((q.renormalize)) { return q.renormalize; }, fp.renormalize,
-            def.renormalize);
+        take("temperature", field::temperature, fp.temperature, def.temperature);
+        take("floor", field::floor, fp.floor, def.floor);
+        take("scale", field::scale, fp.scale, def.scale);
+        take("renormalize", field::renormalize, fp.renormalize, def.renormalize);
         return p;
     }
 }
