@@ -66,6 +66,13 @@ struct thrust;  // <kattn/backends/thrust.hpp>; defaults there
 
 template <class Map, class Sampler, class Backend, class T>
 class linear_attention;
+
+namespace dist {
+class self_communicator;
+class mpi_communicator;  // <kattn/dist/mpi_communicator.hpp>, needs MPI
+template <class Attention, class Comm>
+class sequence_parallel;
+}  // namespace dist
 template <class T>
 class softmax_attention;
 

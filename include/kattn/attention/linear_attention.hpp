@@ -261,6 +261,9 @@ public:
     }
 
 private:
+    template <class Attention, class Comm>
+    friend class dist::sequence_parallel;
+
     backends::spectral_view<Map, T> spec() const {
         return backends::spectral_view<Map, T>{omega_.data(), map_traits::uses_bias ? bias_.data() : nullptr,
                                                cfg_.head_dim, m_, cfg_.feature};

@@ -9,6 +9,8 @@
 // Capabilities with defaults (Eigen style), read through execution_backend_traits<B>:
 //   row_ops  the row-operation policy for host-side per-row work (default scalar_ops)
 //   gemm     the host matrix-product policy (default scalar_gemm)
+//   splits_sequences  true when forward and backward also take a slice_link (split.hpp):
+//            the backend can run one slice of a sequence split over processes (kattn/dist)
 // A backend may forward a primitive to another one (simd's step calls reference's);
 // it says so explicitly, never by inheritance. Writing a backend: docs/backends.md.
 #pragma once
@@ -19,6 +21,7 @@
 #include "../linalg/gemm.hpp"
 #include "../linalg/row_ops.hpp"
 #include "problem.hpp"
+#include "split.hpp"
 
 namespace kattn {
 
@@ -58,6 +61,18 @@ concept backend_has_step = requires(const backends::step_problem<backend_probe_m
     B::template step<backend_probe_map>(sf);
     B::template step<backend_probe_map>(sd);
 };
+template <class B>
+concept backend_splits_sequences = requires(const backends::attention_problem<backend_probe_map, float>& pf,
+                                            const backends::attention_gradients<float>& gf, float* of,
+                                            const backends::attention_problem<backend_probe_map, double>& pd,
+                                            const backends::attention_gradients<double>& gd, double* od,
+                                            const backends::slice_link<float>& lf,
+                                            const backends::slice_link<double>& ld) {
+    B::template forward<backend_probe_map>(pf, of, lf);
+    B::template forward<backend_probe_map>(pd, od, ld);
+    B::template backward<backend_probe_map>(pf, gf, lf);
+    B::template backward<backend_probe_map>(pd, gd, ld);
+};
 }  // namespace detail
 
 /// An execution backend: `name` and the four primitives, for float and double.
@@ -87,6 +102,8 @@ struct execution_backend_traits {
     using row_ops = detail::row_ops_of<B>;
     /// Host matrix products (`gemm::template run<T>(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, acc)`).
     using gemm = detail::gemm_of<B>;
+    /// Whether one slice of a split sequence runs on this backend (backends/split.hpp).
+    static constexpr bool splits_sequences = detail::backend_splits_sequences<B>;
 };
 
 }  // namespace kattn

@@ -22,6 +22,7 @@
 #include "../linalg/gemm.hpp"
 #include "../linalg/row_ops.hpp"
 #include "problem.hpp"
+#include "split.hpp"
 
 namespace kattn::backends {
 
@@ -124,14 +125,23 @@ struct reference {
     };
 
     /// Key state S = Σ_j w_j φ̃_j v_jᵀ, z = Σ_j w_j φ̃_j of the keys added so far, at the
-    /// running maximum C of their shifts (w_j = e^{c_j − C}); rescaled when C grows.
+    /// running maximum C of their shifts (w_j = e^{c_j − C}); rescaled when C grows. It
+    /// may start from the state of keys outside the slice (split contract, split.hpp).
     template <class Map>
     struct running_keys {
         const head_state<Map>& hs;
         std::vector<double> S, z;
         double C = -std::numeric_limits<double>::infinity();
 
-        explicit running_keys(const head_state<Map>& h) : hs(h), S(h.F * h.dv, 0.0), z(h.F, 0.0) {}
+        running_keys(const head_state<Map>& h, const double* S0 = nullptr, const double* z0 = nullptr,
+                     double C0 = -std::numeric_limits<double>::infinity())
+            : hs(h), S(h.F * h.dv, 0.0), z(h.F, 0.0) {
+            if (S0 && std::isfinite(C0)) {
+                S.assign(S0, S0 + h.F * h.dv);
+                z.assign(z0, z0 + h.F);
+                C = C0;
+            }
+        }
 
         void add(index_t j) {
             const index_t F = hs.F, dv = hs.dv;
@@ -151,13 +161,67 @@ struct reference {
         }
     };
 
-    /// Forward pass of one head in double. Fills out (nq × dv), den (nq, guarded),
-    /// clamped flags, and the reference shift C_i each query saw.
+    /// States of every head in double (S, z, C per head; C = −∞: empty).
+    struct state_block {
+        index_t F = 0, dv = 0;
+        std::vector<double> S, z, C;
+        state_block(index_t problems, index_t F_, index_t dv_)
+            : F(F_),
+              dv(dv_),
+              S(problems * F_ * dv_, 0.0),
+              z(problems * F_, 0.0),
+              C(problems, -std::numeric_limits<double>::infinity()) {}
+        const double* Sp(index_t p) const { return S.data() + p * F * dv; }
+        const double* zp(index_t p) const { return z.data() + p * F; }
+    };
+
+    /// Sends the heads' own totals (in T) through `exchange`; returns the others' part.
+    template <class T>
+    static state_block exchange_states(const typename backends::slice_link<T>::exchange& exchange,
+                                       const state_block& own, index_t problems) {
+        const index_t F = own.F, dv = own.dv;
+        std::vector<T> oS(own.S.begin(), own.S.end()), oz(own.z.begin(), own.z.end()), oC(own.C.begin(), own.C.end());
+        std::vector<T> xS(oS.size()), xz(oz.size()), xC(oC.size());
+        exchange(backends::slice_states<const T>{oS.data(), oz.data(), oC.data()},
+                 backends::slice_states<T>{xS.data(), xz.data(), xC.data()});
+        state_block others(problems, F, dv);
+        for (std::size_t i = 0; i < xS.size(); ++i) others.S[i] = double(xS[i]);
+        for (std::size_t i = 0; i < xz.size(); ++i) others.z[i] = double(xz[i]);
+        for (std::size_t i = 0; i < xC.size(); ++i) others.C[i] = double(xC[i]);
+        return others;
+    }
+
+    /// Heads' features, and (with a link) the state of the keys outside the slice.
+    template <class Map, class T>
+    static std::vector<head_state<Map>> prepare(const head_params<Map>& hp,
+                                                const backends::attention_problem<Map, T>& pb,
+                                                const backends::slice_link<T>* link, state_block& carry) {
+        std::vector<head_state<Map>> hs;
+        hs.reserve(pb.problems);
+        for (index_t p = 0; p < pb.problems; ++p) hs.emplace_back(hp, pb, p);
+        if (link) {
+            state_block own(pb.problems, hp.F, pb.dv);
+            for (index_t p = 0; p < pb.problems; ++p) {
+                running_keys<Map> rk(hs[p]);
+                for (index_t j = 0; j < hs[p].nk; ++j) rk.add(j);
+                std::copy(rk.S.begin(), rk.S.end(), own.S.begin() + p * hp.F * pb.dv);
+                std::copy(rk.z.begin(), rk.z.end(), own.z.begin() + p * hp.F);
+                own.C[p] = rk.C;
+            }
+            carry = exchange_states<T>(link->keys, own, pb.problems);
+        }
+        return hs;
+    }
+
+    /// Forward pass of one head in double, its keys' state starting from the carried
+    /// state (head p of `carry`). Fills out (nq × dv), den (nq, guarded), clamped
+    /// flags, and the reference shift C_i each query saw.
     template <class Map>
-    static void head_forward(const head_state<Map>& hs, bool causal, double eps, std::vector<double>& out,
-                             std::vector<double>& den, std::vector<char>& clamped, std::vector<double>& Cq) {
+    static void head_forward(const head_state<Map>& hs, bool causal, double eps, const state_block& carry, index_t p,
+                             std::vector<double>& out, std::vector<double>& den, std::vector<char>& clamped,
+                             std::vector<double>& Cq) {
         const index_t F = hs.F, dv = hs.dv;
-        running_keys<Map> rk(hs);
+        running_keys<Map> rk(hs, carry.Sp(p), carry.zp(p), carry.C[p]);
         auto& S = rk.S;
         auto& z = rk.z;
         auto& C = rk.C;
@@ -194,103 +258,156 @@ struct reference {
 
     template <class Map, class T>
     static void forward(const backends::attention_problem<Map, T>& pb, T* out) {
-        const head_params<Map> hp(pb.spec);
-        std::vector<double> o, den, Cq;
-        std::vector<char> cl;
-        for (index_t p = 0; p < pb.problems; ++p) {
-            const head_state<Map> hs(hp, pb, p);
-            head_forward(hs, pb.causal, pb.eps, o, den, cl, Cq);
-            for (index_t i = 0; i < pb.q_len * pb.dv; ++i) out[p * pb.q_len * pb.dv + i] = static_cast<T>(o[i]);
-        }
+        forward_impl<Map, T>(pb, out, nullptr);
+    }
+    /// Forward pass of a slice of a split sequence (split.hpp).
+    template <class Map, class T>
+    static void forward(const backends::attention_problem<Map, T>& pb, T* out, const backends::slice_link<T>& link) {
+        forward_impl(pb, out, &link);
     }
 
     template <class Map, class T>
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g) {
+        backward_impl<Map, T>(pb, g, nullptr);
+    }
+    /// Backward pass of a slice of a split sequence (split.hpp).
+    template <class Map, class T>
+    static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
+                         const backends::slice_link<T>& link) {
+        backward_impl(pb, g, &link);
+    }
+
+    template <class Map, class T>
+    static void forward_impl(const backends::attention_problem<Map, T>& pb, T* out,
+                             const backends::slice_link<T>* link) {
+        const head_params<Map> hp(pb.spec);
+        state_block carry(pb.problems, hp.F, pb.dv);
+        const auto hs = prepare(hp, pb, link, carry);
+        std::vector<double> o, den, Cq;
+        std::vector<char> cl;
+        for (index_t p = 0; p < pb.problems; ++p) {
+            head_forward(hs[p], pb.causal, pb.eps, carry, p, o, den, cl, Cq);
+            for (index_t i = 0; i < pb.q_len * pb.dv; ++i) out[p * pb.q_len * pb.dv + i] = static_cast<T>(o[i]);
+        }
+    }
+
+    /// What the key side of one head's backward needs from its query side.
+    struct query_side {
+        std::vector<double> n, e, Cq, dphq;
+    };
+
+    template <class Map, class T>
+    static void backward_impl(const backends::attention_problem<Map, T>& pb,
+                              const backends::attention_gradients<T>& g, const backends::slice_link<T>* link) {
         const head_params<Map> hp(pb.spec);
         const index_t d = hp.d, F = hp.F, dv = pb.dv, P = hp.P, m = hp.m;
-        std::vector<double> d_omega(d * P, 0.0), d_bias(m, 0.0), o, den, Cq, work;
-        std::vector<char> cl;
+        std::vector<double> d_omega(d * P, 0.0), d_bias(m, 0.0), work;
         const double scale = double(pb.input_scale);
+        state_block carry(pb.problems, F, dv);
+        const auto hs = prepare(hp, pb, link, carry);
+        std::vector<query_side> qs(pb.problems);
+        state_block own_q(pb.problems, F, dv);
         for (index_t p = 0; p < pb.problems; ++p) {
-            const head_state<Map> hs(hp, pb, p);
-            head_forward(hs, pb.causal, pb.eps, o, den, cl, Cq);
-            const index_t nq = hs.nq, nk = hs.nk;
+            std::vector<double> o, den;
+            std::vector<char> cl;
+            auto& Q = qs[p];
+            head_forward(hs[p], pb.causal, pb.eps, carry, p, o, den, cl, Q.Cq);
+            const index_t nq = hs[p].nq;
             // n_i = G_i / den_i, e_i = −(G_i·out_i)/den_i (0 where the guard clamped).
-            std::vector<double> n(nq * dv), e(nq);
+            Q.n.resize(nq * dv);
+            Q.e.resize(nq);
             for (index_t i = 0; i < nq; ++i) {
                 double ge = 0;
                 for (index_t c = 0; c < dv; ++c) {
                     const double gi = g.dout[p * nq * dv + i * dv + c];
-                    n[i * dv + c] = gi / den[i];
+                    Q.n[i * dv + c] = gi / den[i];
                     ge += gi * o[i * dv + c];
                 }
-                e[i] = cl[i] ? 0.0 : -ge / den[i];
+                Q.e[i] = cl[i] ? 0.0 : -ge / den[i];
             }
-            std::vector<double> dphq(nq * F, 0.0), dphk(nk * F, 0.0), dvv(nk * dv, 0.0);
             // Query side: dΦ_Q,i = S_i n_i + z_i e_i with the state query i saw
             // (recomputed in the forward direction).
-            {
-                running_keys<Map> rk(hs);
-                const auto& S = rk.S;
-                const auto& z = rk.z;
-                auto add_key = [&](index_t j) { rk.add(j); };
-                auto grad_q = [&](index_t i) {
+            Q.dphq.assign(nq * F, 0.0);
+            running_keys<Map> rk(hs[p], carry.Sp(p), carry.zp(p), carry.C[p]);
+            auto grad_q = [&](index_t i) {
+                for (index_t f = 0; f < F; ++f) {
+                    double acc = rk.z[f] * Q.e[i];
+                    for (index_t c = 0; c < dv; ++c) acc += rk.S[f * dv + c] * Q.n[i * dv + c];
+                    Q.dphq[i * F + f] = acc;
+                }
+            };
+            if (!pb.causal) {
+                for (index_t j = 0; j < hs[p].nk; ++j) rk.add(j);
+                for (index_t i = 0; i < nq; ++i) grad_q(i);
+            } else {
+                for (index_t i = 0; i < nq; ++i) {
+                    if (i < hs[p].nk) rk.add(i);
+                    grad_q(i);
+                }
+            }
+            // The slice's query totals at its first query's shift (split contract).
+            if (link && nq > 0) {
+                own_q.C[p] = Q.Cq[0];
+                for (index_t i = 0; i < nq; ++i) {
+                    const double w = std::exp(Q.Cq[0] - Q.Cq[i]);
                     for (index_t f = 0; f < F; ++f) {
-                        double acc = z[f] * e[i];
-                        for (index_t c = 0; c < dv; ++c) acc += S[f * dv + c] * n[i * dv + c];
-                        dphq[i * F + f] = acc;
-                    }
-                };
-                if (!pb.causal) {
-                    for (index_t j = 0; j < nk; ++j) add_key(j);
-                    for (index_t i = 0; i < nq; ++i) grad_q(i);
-                } else {
-                    for (index_t i = 0; i < nq; ++i) {
-                        if (i < nk) add_key(i);
-                        grad_q(i);
+                        const double a = w * hs[p].phq[i * F + f];
+                        own_q.z[p * F + f] += a * Q.e[i];
+                        for (index_t c = 0; c < dv; ++c) own_q.S[(p * F + f) * dv + c] += a * Q.n[i * dv + c];
                     }
                 }
             }
-            // Key side: D = Σ_{i sees j} e^{C_ref − C_i} φ_q,i n_iᵀ, dz likewise;
-            // dφ̃_j = e^{c_j − C_ref}(D v_j + dz), dv_j = e^{c_j − C_ref} Dᵀ φ̃_j.
+        }
+        state_block carry_q(pb.problems, F, dv);
+        if (link) carry_q = exchange_states<T>(link->queries, own_q, pb.problems);
+        for (index_t p = 0; p < pb.problems; ++p) {
+            const auto& H = hs[p];
+            const auto& Q = qs[p];
+            const index_t nq = H.nq, nk = H.nk;
+            std::vector<double> dphk(nk * F, 0.0), dvv(nk * dv, 0.0);
+            // Key side: D = Σ_{i sees j} e^{C_ref − C_i} φ_q,i n_iᵀ, dz likewise, starting from
+            // the queries outside the slice; dφ̃_j = e^{c_j − C_ref}(D v_j + dz),
+            // dv_j = e^{c_j − C_ref} Dᵀ φ̃_j.
             {
-                std::vector<double> D(F * dv, 0.0), dz(F, 0.0);
-                auto add_query = [&](index_t i, double w) {
+                std::vector<double> D(carry_q.Sp(p), carry_q.Sp(p) + F * dv), dz(carry_q.zp(p), carry_q.zp(p) + F);
+                double Cref = carry_q.C[p];
+                auto move_ref = [&](double Cn) {  // Cn ≤ Cref: the factor is ≤ 1
+                    if (std::isfinite(Cref) && Cn != Cref) {
+                        const double r = std::exp(Cn - Cref);
+                        for (auto& s : D) s *= r;
+                        for (auto& s : dz) s *= r;
+                    }
+                    Cref = Cn;
+                };
+                auto add_query = [&](index_t i) {
                     for (index_t f = 0; f < F; ++f) {
-                        const double a = w * hs.phq[i * F + f];
-                        dz[f] += a * e[i];
-                        for (index_t c = 0; c < dv; ++c) D[f * dv + c] += a * n[i * dv + c];
+                        const double a = H.phq[i * F + f];
+                        dz[f] += a * Q.e[i];
+                        for (index_t c = 0; c < dv; ++c) D[f * dv + c] += a * Q.n[i * dv + c];
                     }
                 };
-                auto grad_k = [&](index_t j, double Cref) {
-                    const double w = std::exp(hs.ck[j] - Cref);
+                auto grad_k = [&](index_t j) {
+                    const double w = std::exp(H.ck[j] - Cref);
                     for (index_t f = 0; f < F; ++f) {
                         double acc = dz[f];
-                        for (index_t c = 0; c < dv; ++c) acc += D[f * dv + c] * hs.v[j * dv + c];
+                        for (index_t c = 0; c < dv; ++c) acc += D[f * dv + c] * H.v[j * dv + c];
                         dphk[j * F + f] = w * acc;
                     }
                     for (index_t c = 0; c < dv; ++c) {
                         double acc = 0;
-                        for (index_t f = 0; f < F; ++f) acc += D[f * dv + c] * hs.phk[j * F + f];
+                        for (index_t f = 0; f < F; ++f) acc += D[f * dv + c] * H.phk[j * F + f];
                         dvv[j * dv + c] = w * acc;
                     }
                 };
                 if (!pb.causal) {
-                    const double Cref = nq ? Cq[0] : 0.0;  // one common C in non-causal mode
-                    for (index_t i = 0; i < nq; ++i) add_query(i, 1.0);
-                    for (index_t j = 0; j < nk; ++j) grad_k(j, Cref);
+                    if (nq > 0) move_ref(Q.Cq[0]);  // one common C in non-causal mode
+                    for (index_t i = 0; i < nq; ++i) add_query(i);
+                    for (index_t j = 0; j < nk; ++j) grad_k(j);
                 } else {
-                    double Cref = 0;
                     for (index_t i = nq - 1; i >= 0; --i) {
-                        if (i == nq - 1) Cref = Cq[i];
-                        const double r = std::exp(Cq[i] - Cref);  // ≤ 1: C is non-decreasing in i
-                        if (r != 1.0) {
-                            for (auto& s : D) s *= r;
-                            for (auto& s : dz) s *= r;
-                        }
-                        Cref = Cq[i];
-                        add_query(i, 1.0);
-                        if (i < nk) grad_k(i, Cref);
+                        move_ref(Q.Cq[i]);  // C is non-decreasing in i
+                        add_query(i);
+                        if (i < nk) grad_k(i);
                     }
                 }
             }
@@ -298,14 +415,14 @@ struct reference {
             std::vector<double> dx(d);
             for (index_t i = 0; i < nq; ++i) {
                 std::fill(dx.begin(), dx.end(), 0.0);
-                hp.vjp(&hs.xq[i * d], hs.cq[i], &hs.phq[i * F], &dphq[i * F], dx.data(), scale, d_omega.data(),
+                hp.vjp(&H.xq[i * d], H.cq[i], &H.phq[i * F], &Q.dphq[i * F], dx.data(), scale, d_omega.data(),
                        d_bias.data(), work);
                 for (index_t c = 0; c < d; ++c) g.dq[p * nq * d + i * d + c] = static_cast<T>(dx[c]);
             }
             for (index_t j = 0; j < pb.k_len; ++j) {
                 std::fill(dx.begin(), dx.end(), 0.0);
                 if (j < nk)
-                    hp.vjp(&hs.xk[j * d], hs.ck[j], &hs.phk[j * F], &dphk[j * F], dx.data(), scale, d_omega.data(),
+                    hp.vjp(&H.xk[j * d], H.ck[j], &H.phk[j * F], &dphk[j * F], dx.data(), scale, d_omega.data(),
                            d_bias.data(), work);
                 for (index_t c = 0; c < d; ++c) g.dk[p * pb.k_len * d + j * d + c] = static_cast<T>(dx[c]);
                 for (index_t c = 0; c < dv; ++c)

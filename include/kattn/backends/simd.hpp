@@ -54,6 +54,18 @@ struct simd {
         detail::simd_impl::linear_backward<Map, T, arch>(pb, g);
     }
 
+    /// A slice of a split sequence (backends/split.hpp): the slice's states are exchanged
+    /// through `link` once per call, between the passes that need them.
+    template <class Map, class T>
+    static void forward(const backends::attention_problem<Map, T>& pb, T* out, const backends::slice_link<T>& link) {
+        detail::simd_impl::linear_forward<Map, T, arch>(pb, out, &link);
+    }
+    template <class Map, class T>
+    static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
+                         const backends::slice_link<T>& link) {
+        detail::simd_impl::linear_backward<Map, T, arch>(pb, g, &link);
+    }
+
     /// One decoding token: the reference backend's step (explicit fallback).
     template <class Map, class T>
     static void step(const backends::step_problem<Map, T>& sp) {

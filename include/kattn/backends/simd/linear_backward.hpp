@@ -256,7 +256,8 @@ struct backward_kernels {
 };
 
 template <class Map, class T, class Arch>
-void linear_backward(const attention_problem<Map, T>& pb, const attention_gradients<T>& g) {
+void linear_backward(const attention_problem<Map, T>& pb, const attention_gradients<T>& g,
+                     const slice_link<T>* link = nullptr) {
     using K = backward_kernels<Map, T, Arch>;
     using pgrads = typename K::param_grads;
     const auto sp = spectral<Map, T>::make(pb.spec, pb.input_scale, true);
@@ -267,13 +268,10 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
     auto seg = [&](index_t len, index_t s) { return split_point(len, nseg, s); };
 
     if (!pb.causal) {
-        auto st = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+        const auto st = full_key_states<Map, T, Arch>(sp, pb, nseg, link);
         std::vector<key_state<T>> dst(sz(items), key_state<T>(F, dv));
         std::vector<std::vector<T>> St(sz(pb.problems), std::vector<T>(sz(F * dv)));
-        for (index_t p = 0; p < pb.problems; ++p) {
-            for (index_t s = 1; s < nseg; ++s) st[sz(p * nseg)].merge(st[sz(p * nseg + s)]);
-            transpose(F, dv, st[sz(p * nseg)].S.data(), dv, St[sz(p)].data(), F);
-        }
+        for (index_t p = 0; p < pb.problems; ++p) transpose(F, dv, st[sz(p * nseg)].S.data(), dv, St[sz(p)].data(), F);
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> w(sp);
@@ -291,8 +289,16 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
                 for (std::size_t i = 0; i < h.S.size(); ++i) h.S[i] += o.S[i];
                 for (std::size_t i = 0; i < h.z.size(); ++i) h.z[i] += o.z[i];
             }
-            transpose(F, dv, h.S.data(), dv, St[sz(p)].data(), F);
+            // Every query saw the one common shift of the full key state.
+            h.C = st[sz(p * nseg)].C;
+            h.empty = pb.q_len == 0;
         }
+        if (link) {
+            // Queries of the other slices see these keys too (split.hpp).
+            const auto carry = exchange_states<T>(link->queries, dst, pb.problems, nseg, F, dv);
+            for (index_t p = 0; p < pb.problems; ++p) combine_suffix(dst[sz(p * nseg)], carry[sz(p)]);
+        }
+        for (index_t p = 0; p < pb.problems; ++p) transpose(F, dv, dst[sz(p * nseg)].S.data(), dv, St[sz(p)].data(), F);
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> w(sp);
@@ -311,10 +317,11 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
         }
     } else {
         // Pass 0: the key state each segment starts from.
-        auto init = causal_initial_states<Map, T, Arch>(sp, pb, nseg);
+        auto init = causal_initial_states<Map, T, Arch>(sp, pb, nseg, link);
         std::vector<T> nb_all(sz(pb.problems * pb.q_len * dv)), e_all(sz(pb.problems * pb.q_len)),
             C_all(sz(pb.problems * pb.q_len));
-        std::vector<key_state<T>> qtot(sz(items), key_state<T>(nseg > 1 ? F : 0, nseg > 1 ? dv : 0));
+        const bool totals = nseg > 1 || link;
+        std::vector<key_state<T>> qtot(sz(items), key_state<T>(totals ? F : 0, totals ? dv : 0));
         // Pass 1: forward direction (∂Q, n, e, C).
 #pragma omp parallel
         {
@@ -326,11 +333,19 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
                 const index_t off = p * pb.q_len;
                 K::causal_query_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), init[sz(it)],
                                      nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off,
-                                     nseg > 1 ? &qtot[sz(it)] : nullptr, qpart[sz(it)]);
+                                     totals ? &qtot[sz(it)] : nullptr, qpart[sz(it)]);
             }
         }
-        // Suffix sums: segment s starts its reverse pass from the queries of segments > s.
+        // Suffix sums: segment s starts its reverse pass from the queries of segments > s
+        // (and of later slices when `link`).
         std::vector<key_state<T>> D(sz(items), key_state<T>(F, dv));
+        if (link) {
+            std::vector<key_state<T>> own(sz(pb.problems), key_state<T>(F, dv));
+            for (index_t p = 0; p < pb.problems; ++p)
+                for (index_t s = 0; s < nseg; ++s) combine_suffix(own[sz(p)], qtot[sz(p * nseg + s)]);
+            const auto carry = exchange_states<T>(link->queries, own, pb.problems, 1, F, dv);
+            for (index_t p = 0; p < pb.problems; ++p) D[sz(p * nseg + nseg - 1)] = carry[sz(p)];
+        }
         for (index_t p = 0; p < pb.problems; ++p)
             for (index_t s = nseg - 2; s >= 0; --s) {
                 key_state<T> acc = qtot[sz(p * nseg + s + 1)];

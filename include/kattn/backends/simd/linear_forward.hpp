@@ -201,14 +201,48 @@ std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const a
     return states;
 }
 
+/// The heads' key states `own[p·stride]` sent through a split link's exchange (split.hpp);
+/// returns the others' states, one per head.
+template <class T>
+std::vector<key_state<T>> exchange_states(const typename slice_link<T>::exchange& exchange,
+                                          const std::vector<key_state<T>>& own, index_t problems, index_t stride,
+                                          index_t F, index_t dv) {
+    std::vector<T> oS(sz(problems * F * dv)), oz(sz(problems * F)), oC(sz(problems));
+    for (index_t p = 0; p < problems; ++p) {
+        const auto& st = own[sz(p * stride)];
+        std::copy(st.S.begin(), st.S.end(), oS.begin() + p * F * dv);
+        std::copy(st.z.begin(), st.z.end(), oz.begin() + p * F);
+        oC[sz(p)] = st.empty ? empty_shift<T>() : st.C;
+    }
+    std::vector<T> xS(oS.size()), xz(oz.size()), xC(oC.size());
+    exchange(slice_states<const T>{oS.data(), oz.data(), oC.data()}, slice_states<T>{xS.data(), xz.data(), xC.data()});
+    std::vector<key_state<T>> others(sz(problems), key_state<T>(F, dv));
+    for (index_t p = 0; p < problems; ++p) {
+        auto& st = others[sz(p)];
+        st.empty = xC[sz(p)] == empty_shift<T>();
+        if (st.empty) continue;
+        st.C = xC[sz(p)];
+        std::copy_n(xS.begin() + p * F * dv, F * dv, st.S.begin());
+        std::copy_n(xz.begin() + p * F, F, st.z.begin());
+    }
+    return others;
+}
+
 /// Causal segments: segment s of every head starts from the merged key states of its
-/// segments < s (empty for s = 0).
+/// segments < s, after the keys of earlier slices when `link` (empty otherwise).
 template <class Map, class T, class Arch>
 std::vector<key_state<T>> causal_initial_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb,
-                                                index_t nseg) {
+                                                index_t nseg, const slice_link<T>* link) {
     std::vector<key_state<T>> init(sz(pb.problems * nseg), key_state<T>(sp.F, pb.dv));
-    if (nseg == 1) return init;
+    if (nseg == 1 && !link) return init;
     const auto totals = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+    if (link) {
+        std::vector<key_state<T>> own(sz(pb.problems), key_state<T>(sp.F, pb.dv));
+        for (index_t p = 0; p < pb.problems; ++p)
+            for (index_t s = 0; s < nseg; ++s) own[sz(p)].merge(totals[sz(p * nseg + s)]);
+        const auto carry = exchange_states<T>(link->keys, own, pb.problems, 1, sp.F, pb.dv);
+        for (index_t p = 0; p < pb.problems; ++p) init[sz(p * nseg)] = carry[sz(p)];
+    }
     for (index_t p = 0; p < pb.problems; ++p)
         for (index_t s = 1; s < nseg; ++s) {
             init[sz(p * nseg + s)] = init[sz(p * nseg + s - 1)];
@@ -217,16 +251,33 @@ std::vector<key_state<T>> causal_initial_states(const spectral<Map, T>& sp, cons
     return init;
 }
 
+/// Non-causal: the key state of every head (at states[p·nseg]), all segments merged,
+/// after the keys of the other slices when `link`.
 template <class Map, class T, class Arch>
-void linear_forward(const attention_problem<Map, T>& pb, T* out) {
+std::vector<key_state<T>> full_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb,
+                                          index_t nseg, const slice_link<T>* link) {
+    auto states = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+    for (index_t p = 0; p < pb.problems; ++p)
+        for (index_t s = 1; s < nseg; ++s) states[sz(p * nseg)].merge(states[sz(p * nseg + s)]);
+    if (link) {
+        const auto carry = exchange_states<T>(link->keys, states, pb.problems, nseg, sp.F, pb.dv);
+        for (index_t p = 0; p < pb.problems; ++p) {
+            key_state<T> all = carry[sz(p)];
+            all.merge(states[sz(p * nseg)]);
+            states[sz(p * nseg)] = std::move(all);
+        }
+    }
+    return states;
+}
+
+template <class Map, class T, class Arch>
+void linear_forward(const attention_problem<Map, T>& pb, T* out, const slice_link<T>* link = nullptr) {
     using K = forward_kernels<Map, T, Arch>;
     const auto sp = spectral<Map, T>::make(pb.spec, pb.input_scale, false);
     const index_t nseg = segments_for(pb.problems, std::max(pb.q_len, pb.k_len));
     const index_t items = pb.problems * nseg;
     if (!pb.causal) {
-        auto states = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
-        for (index_t p = 0; p < pb.problems; ++p)
-            for (index_t s = 1; s < nseg; ++s) states[sz(p * nseg)].merge(states[sz(p * nseg + s)]);
+        const auto states = full_key_states<Map, T, Arch>(sp, pb, nseg, link);
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> w(sp);
@@ -240,7 +291,7 @@ void linear_forward(const attention_problem<Map, T>& pb, T* out) {
         }
         return;
     }
-    auto init = causal_initial_states<Map, T, Arch>(sp, pb, nseg);
+    auto init = causal_initial_states<Map, T, Arch>(sp, pb, nseg, link);
 #pragma omp parallel
     {
         tile_worker<Map, T, Arch> wq(sp), wk(sp);

@@ -16,6 +16,7 @@
 
 #include "../../linalg/row_ops.hpp"
 #include "../problem.hpp"
+#include "../split.hpp"
 #include "../../linalg/gemm.hpp"
 #include "../../linalg/simd_row_ops.hpp"
 

@@ -1,0 +1,306 @@
+// kattn/dist/sequence_parallel.hpp — linear attention over a sequence split across ranks.
+//
+//   kattn::linear_attention<kattn::features::favor> op(cfg);    // same cfg (seed) on every rank
+//   kattn::dist::sequence_parallel sp(op, comm);                 // comm: a dist::communicator
+//   auto out = sp(q, k, v, kattn::causal);   // q, k, v: this rank's slice [B, H, L_r, d]
+//   auto g = sp.backward(q, k, v, dout, kattn::causal);          // ∂Ω, ∂b summed over ranks
+//
+// Rank r holds tokens [offset_r, offset_r + L_r) of every sequence, ranks in order
+// (slices may differ in length). The state crossing a split is F × (d_v + 1) numbers per
+// head whatever L is: one all_gather of the ranks' key totals (S, z) per forward, and of
+// their query totals (∂S, ∂z) once more per backward; each rank merges what it sees in
+// rank order (an exclusive prefix when causal, every other rank otherwise), so results
+// do not depend on the transport's reduction order. Favor's stabiliser shifts travel
+// with the states, making the running maximum global. Key lengths are global (per batch
+// entry, over the whole sequence). Results equal the single-process operator on the
+// concatenated sequence up to rounding. Bad input on any rank raises the same
+// kattn::error on every rank (never a hang). Algorithm, costs, launch: docs/distributed.md.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "../attention/linear_attention.hpp"
+#include "../backends/split.hpp"
+#include "../core/error.hpp"
+#include "../core/shape.hpp"
+#include "communicator.hpp"
+
+namespace kattn::dist {
+
+namespace detail {
+template <class>
+inline constexpr bool unsupported_attention = false;
+}
+
+/// Primary template: only kattn::linear_attention splits over ranks.
+template <class Attention, class Comm>
+class sequence_parallel {
+    static_assert(detail::unsupported_attention<Attention>,
+                  "kattn::dist::sequence_parallel: Attention must be a kattn::linear_attention<Map, Sampler, "
+                  "Backend, T> (softmax attention has no state of constant size to pass between ranks)");
+};
+
+template <class Map, class Sampler, class Backend, class T, class Comm>
+class sequence_parallel<linear_attention<Map, Sampler, Backend, T>, Comm> {
+    static_assert(communicator<Comm>, "kattn::dist::sequence_parallel: Comm must model kattn::dist::communicator");
+    static_assert(execution_backend_traits<Backend>::splits_sequences,
+                  "kattn::dist::sequence_parallel: this backend cannot run one slice of a split sequence (it has "
+                  "no forward/backward taking a backends::slice_link, backends/split.hpp); use backends::simd or "
+                  "backends::reference");
+
+public:
+    using attention_type = linear_attention<Map, Sampler, Backend, T>;
+    using value_type = T;
+    template <std::size_t R>
+    using gradients = typename attention_type::template gradients<R>;
+
+    /// Where this rank's slice sits in the whole sequence (set by each call).
+    struct slice_info {
+        index_t offset = 0;  ///< position of this rank's first token
+        index_t length = 0;  ///< tokens of the whole sequence (all ranks)
+    };
+
+    sequence_parallel(attention_type op, Comm& comm) : op_(std::move(op)), comm_(&comm) {}
+
+    const attention_type& attention() const { return op_; }
+    attention_type& attention() { return op_; }
+    Comm& communicator() const { return *comm_; }
+    /// The slice of the last call.
+    const slice_info& slice() const { return slice_; }
+
+    // ---- forward (collective) --------------------------------------------------------------
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
+                                 const xt::xtensor<T, R>& v) {
+        return forward(q, k, v, false, {}, false);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 causal_t) {
+        return forward(q, k, v, true, {}, false);
+    }
+    /// `lengths`: valid keys of each batch entry in the whole sequence.
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 key_lengths lengths) {
+        return forward(q, k, v, false, lengths, true);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 causal_t, key_lengths lengths) {
+        return forward(q, k, v, true, lengths, true);
+    }
+
+    // ---- backward (collective) -------------------------------------------------------------
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout) {
+        return run_backward(q, k, v, dout, false, {}, false);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, causal_t) {
+        return run_backward(q, k, v, dout, true, {}, false);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, key_lengths lengths) {
+        return run_backward(q, k, v, dout, false, lengths, true);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, causal_t, key_lengths lengths) {
+        return run_backward(q, k, v, dout, true, lengths, true);
+    }
+
+private:
+    /// A validated slice: the local problem plus its local key lengths.
+    struct local_problem {
+        backends::attention_problem<Map, T> pb;
+        std::vector<index_t> lengths;
+        kattn::detail::attention_shape a;
+    };
+
+    /// Every rank checks its own arguments, then all learn every rank's verdict and extents
+    /// (one small all_gather), so that a bad argument anywhere fails everywhere.
+    template <std::size_t R>
+    local_problem agree(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                        const xt::xtensor<T, R>* dout, bool causal, key_lengths lengths, bool has_lengths) {
+        static_assert(R == 2 || R == 4, "kattn::dist::sequence_parallel: inputs are [length, dim] or "
+                                        "[batch, heads, length, dim]");
+        const auto& cfg = op_.config();
+        local_problem lp;
+        std::string why;
+        try {
+            lp.a = kattn::detail::check_qkv(q.shape(), k.shape(), v.shape(), cfg.head_dim, cfg.value_dim);
+            if (causal)
+                kattn::detail::require(lp.a.q_len == lp.a.k_len, "k",
+                                       "this rank's slice of keys as long as its queries, " +
+                                           std::to_string(lp.a.q_len) + " (causal attention)",
+                                       lp.a.k_len);
+            if (has_lengths)
+                kattn::detail::require(index_t(lengths.size()) == lp.a.batch, "key_lengths",
+                                       "one entry per batch (" + std::to_string(lp.a.batch) + ")", lengths.size());
+            if (dout) {
+                auto oshape = q.shape();
+                oshape[R - 1] = v.shape()[R - 1];
+                kattn::detail::require(std::equal(oshape.begin(), oshape.end(), dout->shape().begin()), "dout",
+                                       "the output's shape " + kattn::detail::shape_text(oshape),
+                                       kattn::detail::shape_text(dout->shape()));
+            }
+            if (cfg.check_finite) {
+                kattn::detail::check_finite("q", q.data(), index_t(q.size()));
+                kattn::detail::check_finite("k", k.data(), index_t(k.size()));
+                kattn::detail::check_finite("v", v.data(), index_t(v.size()));
+                if (dout) kattn::detail::check_finite("dout", dout->data(), index_t(dout->size()));
+            }
+        } catch (const kattn::error& e) {
+            why = e.what();
+        }
+        // Extents of every rank: ok, batch, heads, q_len, k_len, causal, has_lengths.
+        constexpr std::size_t fields = 7;
+        const std::int64_t mine[fields] = {why.empty() ? 1 : 0, lp.a.batch,     lp.a.heads, lp.a.q_len,
+                                           lp.a.k_len,          causal ? 1 : 0, has_lengths ? 1 : 0};
+        const int N = comm_->size(), me = comm_->rank();
+        std::vector<std::int64_t> all(std::size_t(N) * fields);
+        comm_->all_gather(mine, all.data(), fields);
+        if (!why.empty()) throw kattn::error(why + " (rank " + std::to_string(me) + ")");
+        index_t offset = 0, total = 0;
+        for (int r = 0; r < N; ++r) {
+            const std::int64_t* f = &all[std::size_t(r) * fields];
+            if (f[0] == 0)
+                kattn::detail::fail("rank " + std::to_string(r), "valid arguments on every rank",
+                                    "an error on that rank (see its message)");
+            kattn::detail::require(f[1] == lp.a.batch && f[2] == lp.a.heads && f[5] == mine[5] && f[6] == mine[6],
+                                   "rank " + std::to_string(r),
+                                   "the same batch, heads, causal flag and use of key_lengths as rank " +
+                                       std::to_string(me),
+                                   "batch " + std::to_string(f[1]) + ", heads " + std::to_string(f[2]));
+            if (r < me) offset += index_t(f[4]);
+            total += index_t(f[4]);
+        }
+        slice_ = {offset, total};
+        if (has_lengths) {
+            // Global lengths are checked on every rank against the whole sequence.
+            for (std::size_t b = 0; b < lengths.size(); ++b) {
+                const index_t len = lengths[b];
+                kattn::detail::require(len >= 1 && len <= total, "key_lengths",
+                                       "values in [1, " + std::to_string(total) + "] (the whole sequence)",
+                                       std::to_string(len) + " at batch " + std::to_string(b));
+                lp.lengths.push_back(std::clamp<index_t>(len - offset, 0, lp.a.k_len));
+            }
+        }
+        auto& pb = lp.pb;
+        pb.spec = op_.spec();
+        pb.q = q.data();
+        pb.k = k.data();
+        pb.v = v.data();
+        pb.problems = lp.a.problems();
+        pb.heads = lp.a.heads;
+        pb.q_len = lp.a.q_len;
+        pb.k_len = lp.a.k_len;
+        pb.dv = lp.a.v_dim;
+        pb.key_lengths = has_lengths ? lp.lengths.data() : nullptr;
+        pb.causal = causal;
+        pb.input_scale = op_.input_scale();
+        pb.eps = cfg.eps;
+        return lp;
+    }
+
+    /// The link of this call: all_gather of the ranks' totals, merged in rank order.
+    backends::slice_link<T> link(bool causal) {
+        const index_t F = op_.feature_dim(), dv = op_.value_dim();
+        auto exchange = [this, causal, F, dv](bool keys) {
+            return [this, causal, F, dv, keys](backends::slice_states<const T> own, backends::slice_states<T> others) {
+                const index_t problems = problems_;
+                const std::size_t nS = std::size_t(problems * F * dv), nz = std::size_t(problems * F),
+                                  nC = std::size_t(problems), block = nS + nz + nC;
+                std::vector<T> send(block), all(block * std::size_t(comm_->size()));
+                std::copy_n(own.S, nS, send.begin());
+                std::copy_n(own.z, nz, send.begin() + nS);
+                std::copy_n(own.C, nC, send.begin() + nS + nz);
+                comm_->all_gather(send.data(), all.data(), block);
+                std::fill_n(others.S, nS, T(0));
+                std::fill_n(others.z, nz, T(0));
+                std::fill_n(others.C, nC, kattn::detail::empty_shift<T>());
+                const int N = comm_->size(), me = comm_->rank();
+                for (int r = 0; r < N; ++r) {
+                    // keys: earlier ranks when causal; queries: later ranks; all others otherwise
+                    const bool seen = !causal ? r != me : keys ? r < me : r > me;
+                    if (!seen) continue;
+                    const T* b = all.data() + std::size_t(r) * block;
+                    for (index_t p = 0; p < problems; ++p) {
+                        const T* Sb = b + p * F * dv;
+                        const T* zb = b + nS + p * F;
+                        const T Cb = b[nS + nz + p];
+                        if (keys)
+                            kattn::detail::merge_key_state(F, dv, others.S + p * F * dv, others.z + p * F,
+                                                           others.C[p], Sb, zb, Cb);
+                        else
+                            kattn::detail::merge_query_state(F, dv, others.S + p * F * dv, others.z + p * F,
+                                                             others.C[p], Sb, zb, Cb);
+                    }
+                }
+            };
+        };
+        return backends::slice_link<T>{exchange(true), exchange(false)};
+    }
+
+    template <std::size_t R>
+    xt::xtensor<T, R> forward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                              bool causal, key_lengths lengths, bool has_lengths) {
+        const auto lp = agree(q, k, v, static_cast<const xt::xtensor<T, R>*>(nullptr), causal, lengths, has_lengths);
+        auto shape = q.shape();
+        shape[R - 1] = v.shape()[R - 1];
+        xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(shape);
+        problems_ = lp.pb.problems;
+        Backend::template forward<Map>(lp.pb, out.data(), link(causal));
+        return out;
+    }
+
+    template <std::size_t R>
+    gradients<R> run_backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                              const xt::xtensor<T, R>& dout, bool causal, key_lengths lengths, bool has_lengths) {
+        const auto lp = agree(q, k, v, &dout, causal, lengths, has_lengths);
+        constexpr bool bias = feature_map_traits<Map>::uses_bias;
+        gradients<R> g;
+        g.dq = xt::xtensor<T, R>::from_shape(q.shape());
+        g.dk = xt::xtensor<T, R>::from_shape(k.shape());
+        g.dv = xt::xtensor<T, R>::from_shape(v.shape());
+        g.d_omega = xt::xtensor<T, 2>::from_shape(op_.omega().shape());
+        g.d_bias = xt::xtensor<T, 1>::from_shape({bias ? op_.bias().size() : std::size_t(0)});
+        backends::attention_gradients<T> gv{dout.data(),      g.dq.data(),
+                                            g.dk.data(),      g.dv.data(),
+                                            g.d_omega.data(), bias ? g.d_bias.data() : nullptr};
+        problems_ = lp.pb.problems;
+        Backend::template backward<Map>(lp.pb, gv, link(causal));
+        // ∂Ω and ∂b: every rank's partial sum, added in rank order.
+        const std::size_t no = g.d_omega.size(), nb = g.d_bias.size(), block = no + nb;
+        std::vector<T> send(block), all(block * std::size_t(comm_->size()));
+        std::copy_n(g.d_omega.data(), no, send.begin());
+        std::copy_n(g.d_bias.data(), nb, send.begin() + no);
+        comm_->all_gather(send.data(), all.data(), block);
+        std::fill(g.d_omega.begin(), g.d_omega.end(), T(0));
+        std::fill(g.d_bias.begin(), g.d_bias.end(), T(0));
+        for (int r = 0; r < comm_->size(); ++r) {
+            const T* b = all.data() + std::size_t(r) * block;
+            for (std::size_t i = 0; i < no; ++i) g.d_omega.data()[i] += b[i];
+            for (std::size_t i = 0; i < nb; ++i) g.d_bias.data()[i] += b[no + i];
+        }
+        return g;
+    }
+
+    attention_type op_;
+    Comm* comm_;
+    slice_info slice_;
+    index_t problems_ = 0;
+};
+
+template <class Attention, class Comm>
+sequence_parallel(Attention, Comm&) -> sequence_parallel<Attention, Comm>;
+
+}  // namespace kattn::dist
