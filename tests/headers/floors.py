@@ -9,9 +9,11 @@ import sys
 FLOORS = [  # (path prefix relative to include/kattn, floor)
     ("fwd.hpp", 0), ("core/", 0),
     ("linalg/", 1), ("io/", 1), ("optim/", 1),
+    ("dist/communicator.hpp", 1), ("dist/self_communicator.hpp", 1),
+    ("dist/mpi_communicator.hpp", 1), ("dist/nccl_communicator.hpp", 1),
     ("features/", 2), ("samplers/", 2),
     ("backends/", 3), ("concepts.hpp", 3),
-    ("attention/", 4),
+    ("attention/", 4), ("dist/", 4),
     ("nn/", 5),
     ("kattn.hpp", 6),
 ]

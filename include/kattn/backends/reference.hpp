@@ -297,8 +297,8 @@ struct reference {
     };
 
     template <class Map, class T>
-    static void backward_impl(const backends::attention_problem<Map, T>& pb,
-                              const backends::attention_gradients<T>& g, const backends::slice_link<T>* link) {
+    static void backward_impl(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
+                              const backends::slice_link<T>* link) {
         const head_params<Map> hp(pb.spec);
         const index_t d = hp.d, F = hp.F, dv = pb.dv, P = hp.P, m = hp.m;
         std::vector<double> d_omega(d * P, 0.0), d_bias(m, 0.0), work;

@@ -50,15 +50,22 @@ concept communicator = requires(C& c, const C& cc, const float* sf, float* rf, c
     { cc.stats() } -> std::convertible_to<comm_stats>;
 };
 
+/// Capabilities of a communicator, with defaults: `device_memory` — its buffers live
+/// on an accelerator (NCCL), not in host memory.
+template <class C>
+struct communicator_traits {
+    static constexpr bool device_memory = false;
+};
+
 namespace detail {
 /// Counts one collective of `bytes` from this rank into s (ring model: comm_stats).
 inline void count_collective(comm_stats& s, int kind, std::uint64_t bytes, int size, bool root) {
     ++s.calls;
     s.payload_bytes += bytes;
     const auto n = static_cast<std::uint64_t>(size);
-    if (kind == 0) s.ring_bytes += (n - 1) * bytes;                          // all_gather
-    if (kind == 1 && n > 1) s.ring_bytes += 2 * (n - 1) * bytes / n;         // all_reduce
-    if (kind == 2 && root && n > 1) s.ring_bytes += bytes;                    // broadcast
+    if (kind == 0) s.ring_bytes += (n - 1) * bytes;                   // all_gather
+    if (kind == 1 && n > 1) s.ring_bytes += 2 * (n - 1) * bytes / n;  // all_reduce
+    if (kind == 2 && root && n > 1) s.ring_bytes += bytes;            // broadcast
 }
 inline constexpr int gather_kind = 0, reduce_kind = 1, broadcast_kind = 2;
 }  // namespace detail

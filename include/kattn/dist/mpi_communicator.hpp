@@ -26,13 +26,21 @@ namespace detail {
 template <class T>
 MPI_Datatype mpi_type();
 template <>
-inline MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+inline MPI_Datatype mpi_type<float>() {
+    return MPI_FLOAT;
+}
 template <>
-inline MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+inline MPI_Datatype mpi_type<double>() {
+    return MPI_DOUBLE;
+}
 template <>
-inline MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
+inline MPI_Datatype mpi_type<std::int64_t>() {
+    return MPI_INT64_T;
+}
 template <>
-inline MPI_Datatype mpi_type<std::uint8_t>() { return MPI_UINT8_T; }
+inline MPI_Datatype mpi_type<std::uint8_t>() {
+    return MPI_UINT8_T;
+}
 
 inline void mpi_check(int rc, const char* call) {
     if (rc == MPI_SUCCESS) return;
@@ -113,8 +121,9 @@ public:
         kattn::detail::require(n <= std::size_t(INT_MAX), "n", "at most INT_MAX elements per rank", n);
         detail::count_collective(stats_, detail::gather_kind, n * sizeof(T), size_, true);
         detail::collective_timer t(stats_);
-        detail::mpi_check(MPI_Allgather(send, int(n), detail::mpi_type<T>(), recv, int(n), detail::mpi_type<T>(), comm_),
-                          "MPI_Allgather");
+        detail::mpi_check(
+            MPI_Allgather(send, int(n), detail::mpi_type<T>(), recv, int(n), detail::mpi_type<T>(), comm_),
+            "MPI_Allgather");
     }
     template <class T>
     void all_reduce_sum(T* data, std::size_t n) {

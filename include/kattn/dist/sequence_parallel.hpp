@@ -47,6 +47,9 @@ class sequence_parallel {
 template <class Map, class Sampler, class Backend, class T, class Comm>
 class sequence_parallel<linear_attention<Map, Sampler, Backend, T>, Comm> {
     static_assert(communicator<Comm>, "kattn::dist::sequence_parallel: Comm must model kattn::dist::communicator");
+    static_assert(!communicator_traits<Comm>::device_memory,
+                  "kattn::dist::sequence_parallel: the CPU backends exchange host buffers; this communicator "
+                  "moves device memory (use mpi_communicator)");
     static_assert(execution_backend_traits<Backend>::splits_sequences,
                   "kattn::dist::sequence_parallel: this backend cannot run one slice of a split sequence (it has "
                   "no forward/backward taking a backends::slice_link, backends/split.hpp); use backends::simd or "
@@ -74,8 +77,7 @@ public:
 
     // ---- forward (collective) --------------------------------------------------------------
     template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
-                                 const xt::xtensor<T, R>& v) {
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v) {
         return forward(q, k, v, false, {}, false);
     }
     template <std::size_t R>
@@ -130,8 +132,9 @@ private:
     template <std::size_t R>
     local_problem agree(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
                         const xt::xtensor<T, R>* dout, bool causal, key_lengths lengths, bool has_lengths) {
-        static_assert(R == 2 || R == 4, "kattn::dist::sequence_parallel: inputs are [length, dim] or "
-                                        "[batch, heads, length, dim]");
+        static_assert(R == 2 || R == 4,
+                      "kattn::dist::sequence_parallel: inputs are [length, dim] or "
+                      "[batch, heads, length, dim]");
         const auto& cfg = op_.config();
         local_problem lp;
         std::string why;
@@ -163,7 +166,7 @@ private:
         }
         // Extents of every rank: ok, batch, heads, q_len, k_len, causal, has_lengths.
         constexpr std::size_t fields = 7;
-        const std::int64_t mine[fields] = {why.empty() ? 1 : 0, lp.a.batch,     lp.a.heads, lp.a.q_len,
+        const std::int64_t mine[fields] = {why.empty() ? 1 : 0, lp.a.batch,     lp.a.heads,         lp.a.q_len,
                                            lp.a.k_len,          causal ? 1 : 0, has_lengths ? 1 : 0};
         const int N = comm_->size(), me = comm_->rank();
         std::vector<std::int64_t> all(std::size_t(N) * fields);
@@ -175,11 +178,11 @@ private:
             if (f[0] == 0)
                 kattn::detail::fail("rank " + std::to_string(r), "valid arguments on every rank",
                                     "an error on that rank (see its message)");
-            kattn::detail::require(f[1] == lp.a.batch && f[2] == lp.a.heads && f[5] == mine[5] && f[6] == mine[6],
-                                   "rank " + std::to_string(r),
-                                   "the same batch, heads, causal flag and use of key_lengths as rank " +
-                                       std::to_string(me),
-                                   "batch " + std::to_string(f[1]) + ", heads " + std::to_string(f[2]));
+            kattn::detail::require(
+                f[1] == lp.a.batch && f[2] == lp.a.heads && f[5] == mine[5] && f[6] == mine[6],
+                "rank " + std::to_string(r),
+                "the same batch, heads, causal flag and use of key_lengths as rank " + std::to_string(me),
+                "batch " + std::to_string(f[1]) + ", heads " + std::to_string(f[2]));
             if (r < me) offset += index_t(f[4]);
             total += index_t(f[4]);
         }
@@ -238,8 +241,8 @@ private:
                         const T* zb = b + nS + p * F;
                         const T Cb = b[nS + nz + p];
                         if (keys)
-                            kattn::detail::merge_key_state(F, dv, others.S + p * F * dv, others.z + p * F,
-                                                           others.C[p], Sb, zb, Cb);
+                            kattn::detail::merge_key_state(F, dv, others.S + p * F * dv, others.z + p * F, others.C[p],
+                                                           Sb, zb, Cb);
                         else
                             kattn::detail::merge_query_state(F, dv, others.S + p * F * dv, others.z + p * F,
                                                              others.C[p], Sb, zb, Cb);
@@ -273,9 +276,8 @@ private:
         g.dv = xt::xtensor<T, R>::from_shape(v.shape());
         g.d_omega = xt::xtensor<T, 2>::from_shape(op_.omega().shape());
         g.d_bias = xt::xtensor<T, 1>::from_shape({bias ? op_.bias().size() : std::size_t(0)});
-        backends::attention_gradients<T> gv{dout.data(),      g.dq.data(),
-                                            g.dk.data(),      g.dv.data(),
-                                            g.d_omega.data(), bias ? g.d_bias.data() : nullptr};
+        backends::attention_gradients<T> gv{dout.data(), g.dq.data(),      g.dk.data(),
+                                            g.dv.data(), g.d_omega.data(), bias ? g.d_bias.data() : nullptr};
         problems_ = lp.pb.problems;
         Backend::template backward<Map>(lp.pb, gv, link(causal));
         // ∂Ω and ∂b: every rank's partial sum, added in rank order.

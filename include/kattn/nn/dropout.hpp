@@ -1,6 +1,6 @@
 // kattn/nn/dropout.hpp — inverted dropout with counter-based, step-keyed masks.
 //
-// In training (ctx.training, p > 0), element i (flat row-major index) of x is
+// In training (ctx.training, p > 0), element i (flat row-major index, see below) of x is
 //   y_i = x_i · m_i,   m_i = 1/(1 − p) if u_i ≥ p else 0,   u_i = w_i · 2⁻³²
 // with w_i a 32-bit word of a SplitMix64 hash (mix64: nn/detail/seed.hpp):
 //   key   = mix64(step_seed(seed, ctx.step) ^ mix64(stream))
@@ -11,6 +11,11 @@
 // and reproducible per step. At evaluation, or with p = 0, y = x. backward multiplies dy by
 // the mask of the last forward. Layers that hold several dropouts give each its own seed
 // (detail::sub_seed). No parameters.
+// A data-parallel shard (ctx.batch_offset = o > 0 sequences of the whole batch before it)
+// indexes its elements as the whole batch would: i = (o·length + row)·width + col for token
+// rows (x of ctx.rows() rows), i = (o + row)·width + col for pooled rows (x of ctx.batch
+// rows); with o = 0 that is the flat index. So the shards of a batch padded to one length
+// draw exactly the whole batch's mask (nn/data_parallel.hpp).
 #pragma once
 
 #include <algorithm>
@@ -46,8 +51,12 @@ constexpr std::uint32_t dropout_word(std::uint64_t key, std::uint64_t i) noexcep
 /// ⌈p·2³²⌉: element i is dropped iff dropout_word(key, i) < threshold.
 inline std::uint64_t dropout_threshold(double p) { return std::uint64_t(std::ceil(std::ldexp(p, 32))); }
 
-/// w_{i0}, …, w_{i0+n−1} into w (i0 even).
+/// w_{i0}, …, w_{i0+n−1} into w (any i0).
 inline void dropout_words(std::uint64_t key, std::uint64_t i0, std::size_t n, std::uint32_t* w) {
+    if (n > 0 && i0 % 2 != 0) {  // an odd start: its word is the high half of hash i0/2
+        *w++ = dropout_word(key, i0++);
+        --n;
+    }
     constexpr std::size_t chunk = 512;
     std::uint64_t h[chunk / 2];
     for (std::size_t c = 0; c < n; c += chunk) {
@@ -138,11 +147,25 @@ private:
         for (index_t i = 0; i < n; ++i) o[i] *= m[i];
     }
 
+    /// Index of this x's first element in the whole batch (header comment).
+    std::uint64_t offset(const context& ctx) const {
+        if (ctx.batch_offset == 0) return 0;
+        detail::require(ctx.batch_offset > 0, "context.batch_offset", ">= 0", ctx.batch_offset);
+        const index_t rows = index_t(shape_[0]), width = index_t(shape_[1]);
+        if (rows == ctx.rows()) return std::uint64_t(ctx.batch_offset * ctx.length * width);
+        detail::require(rows == ctx.batch, "x",
+                        "[batch*length = " + std::to_string(ctx.rows()) + "] or [batch = " + std::to_string(ctx.batch) +
+                            "] rows (a shard with context.batch_offset > 0)",
+                        rows);
+        return std::uint64_t(ctx.batch_offset * width);
+    }
+
     /// m = the mask of ctx, o = x ⊙ m (o may be x).
     void run(const T* xs, T* o, const context& ctx) {
         const index_t n = index_t(shape_[0] * shape_[1]);
         mask_.resize(std::size_t(n));
         const std::uint64_t key = detail::dropout_key(cfg_.seed, ctx.step, cfg_.stream);
+        const std::uint64_t first = offset(ctx);
         const std::uint64_t thr = detail::dropout_threshold(cfg_.p);
         const T keep = T(1.0 / (1.0 - cfg_.p));
         T* m = mask_.data();
@@ -152,7 +175,7 @@ private:
         for (index_t b = 0; b < blocks; ++b) {
             const index_t i0 = b * block, nb = std::min(block, n - i0);
             std::uint32_t w[block];
-            detail::dropout_words(key, std::uint64_t(i0), std::size_t(nb), w);
+            detail::dropout_words(key, first + std::uint64_t(i0), std::size_t(nb), w);
             for (index_t k = 0; k < nb; ++k) {
                 const T mk = std::uint64_t(w[k]) >= thr ? keep : T(0);
                 m[i0 + k] = mk;

@@ -8,7 +8,8 @@
 // Float and double views are both updated (moments in double). The optimisers are created
 // at the first step; every later step must see a list of the same length, with the same
 // names and sizes in the same order (kattn::error otherwise). set_lr applies to all views
-// (schedules call it before each step).
+// (schedules call it before each step). restore() reinstates the moments and step count
+// of a saved run (resuming training from a checkpoint, nn/trainer.hpp).
 #pragma once
 
 #include <cmath>
@@ -78,6 +79,38 @@ public:
     std::int64_t steps() const { return steps_; }
     /// The per-view optimisers (moments), in list order; empty before the first step.
     const std::vector<optim::adam>& states() const { return opt_; }
+
+    /// Restores the state of a run that took `steps` updates of the list ps (resume from a
+    /// checkpoint): m[k], v[k] are view k's moments (states()[k].first_moment(), …), each
+    /// of the view's size; steps = 0 with no moments is the fresh optimiser. The next step
+    /// then updates exactly as the saved run's next step would.
+    void restore(const parameter_list& ps, std::int64_t steps, const std::vector<std::vector<double>>& m,
+                 const std::vector<std::vector<double>>& v) {
+        detail::require(steps >= 0, "steps", ">= 0", steps);
+        const std::size_t views = steps == 0 ? 0 : ps.size();
+        detail::require(m.size() == views && v.size() == views, "m, v",
+                        "one moment per view (" + std::to_string(views) + ")", std::to_string(m.size()));
+        std::vector<optim::adam> opt;
+        std::vector<std::string> names;
+        std::vector<index_t> sizes;
+        for (std::size_t k = 0; k < views; ++k) {
+            detail::require(index_t(m[k].size()) == ps[k].size() && index_t(v[k].size()) == ps[k].size(), "m, v",
+                            "moments of view '" + ps[k].name + "' of size " + std::to_string(ps[k].size()),
+                            std::to_string(m[k].size()) + " values");
+            opt.emplace_back(optim::adam_config{.lr = cfg_.lr,
+                                                .beta1 = cfg_.beta1,
+                                                .beta2 = cfg_.beta2,
+                                                .eps = cfg_.eps,
+                                                .weight_decay = ps[k].decay ? cfg_.weight_decay : 0.0});
+            opt.back().set_state(steps, m[k], v[k]);
+            names.push_back(ps[k].name);
+            sizes.push_back(ps[k].size());
+        }
+        opt_ = std::move(opt);
+        names_ = std::move(names);
+        sizes_ = std::move(sizes);
+        steps_ = steps;
+    }
 
 private:
     adamw_config cfg_;

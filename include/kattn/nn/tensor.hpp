@@ -10,6 +10,9 @@
 //   step            the optimiser step: with a layer's own seed it keys every random draw
 //                   of that step (dropout masks, reparameterised frequencies), so a run is
 //                   reproducible on any thread count
+//   batch_offset    sequences of the whole mini-batch before this one when the batch is a
+//                   data-parallel shard (nn/data_parallel.hpp): dropout keys its masks by
+//                   the position in the whole batch, so N shards draw one batch's masks
 // Layers cache what their backward needs during forward: one forward, then at most one
 // backward, per layer instance (no tape).
 #pragma once
@@ -36,6 +39,7 @@ struct context {
     std::vector<index_t> lengths{};  ///< valid tokens per sequence; empty: all valid
     bool training = false;           ///< dropout on, fresh FSKA draws
     std::uint64_t step = 0;          ///< optimiser step: keys the random draws of this pass
+    index_t batch_offset = 0;        ///< first sequence's index in the whole batch (data-parallel shard)
 
     index_t rows() const { return batch * length; }
     /// Valid tokens of sequence b.

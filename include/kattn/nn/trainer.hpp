@@ -16,6 +16,20 @@
 // epoch in which the budget ran out. A progress bar shows loss, accuracy, tokens/s and ETA.
 // Model: forward(batch, context&) → logits, backward(dlogits, ctx), collect(ps, prefix);
 // optional regularization(ctx).
+//
+// Data parallelism (nn/data_parallel.hpp, docs/data_parallel.md): given a communicator of N
+// ranks, batch_size b is per rank and fit() equals a one-process fit() with batch N·b:
+// every rank walks the same shuffled order in global batches of N·b (text bucketing
+// included), takes its contiguous shard of each, and the gradients are all-reduced
+// (weighted by shard size) before clipping and the AdamW step, which then agree on every
+// rank. Losses and accuracies are summed over the ranks; evaluate() splits the data's
+// evaluation batches over the ranks and gathers the probabilities (a collective: call it
+// on every rank). Rank 0 alone prints and writes checkpoints. Without a communicator the
+// trainer is the one-process trainer it always was.
+// Resume: with `state_checkpoint` set, the state after each epoch (parameters, AdamW
+// moments and step, the data order and shuffle counter, history, best epoch, score and
+// parameters) is saved there; resume(path) on a trainer built like the first one makes
+// the next fit() continue after that epoch, with the same result as an uninterrupted fit.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +46,7 @@
 #include "../core/random.hpp"
 #include "checkpoint.hpp"
 #include "data/dataset.hpp"
+#include "data_parallel.hpp"
 #include "loss.hpp"
 #include "metrics.hpp"
 #include "optimizer.hpp"
@@ -69,6 +84,9 @@ struct trainer_config {
     /// Text: sort each window of 50 shuffled batches by length before cutting it into batches,
     /// then shuffle the batches (less padding, same data per epoch). 0: off.
     index_t bucket_window = 50;
+    /// Save the resumable training state here (.npz) after every epoch (trainer::resume).
+    std::string state_checkpoint{};
+    allreduce_config allreduce{};  ///< data parallelism: gradient buckets, reduction order
 };
 
 struct epoch_record {
@@ -98,7 +116,9 @@ struct evaluation_result {
 template <class Model>
 class trainer {
 public:
-    trainer(Model& model, const trainer_config& cfg) : model_(model), cfg_(cfg) {
+    /// `comm` (optional; it must outlive the trainer): train data-parallel over its ranks.
+    trainer(Model& model, const trainer_config& cfg, communicator_ref comm = {})
+        : model_(model), cfg_(cfg), comm_(comm), reducer_(cfg.allreduce) {
         detail::require(cfg.epochs >= 1, "epochs", ">= 1", cfg.epochs);
         detail::require(cfg.batch_size >= 1, "batch_size", ">= 1", cfg.batch_size);
         detail::require(cfg.eval_batch_size >= 1, "eval_batch_size", ">= 1", cfg.eval_batch_size);
@@ -111,12 +131,30 @@ public:
     }
 
     parameter_list& parameters() { return params_; }
+    communicator_ref communicator() const { return comm_; }
+
+    /// Loads a state saved by fit() (trainer_config::state_checkpoint; collective: rank 0
+    /// reads `path` and broadcasts). The parameters are set now; the next fit() restores the
+    /// optimiser, the data order, the step and shuffle counters, history and best-so-far, and
+    /// continues after the saved epoch. It needs the same data, configuration, seeds and
+    /// global batch (N·batch_size; N may differ). Throws if `path` holds no training state.
+    void resume(const std::string& path) {
+        checkpoint_metadata meta = load_checkpoint(comm_, path, params_);
+        for (const char* key : {"trainer.epoch", "trainer.step", "trainer.draw", "trainer.global_batch",
+                                "trainer.order", "trainer.history", "trainer.best", "adamw.steps"})
+            if (!meta.count(key))
+                detail::fail("path", "a training state saved by nn::trainer (trainer_config::state_checkpoint)",
+                             "'" + path + "' without '" + key + "'");
+        resume_ = std::move(meta);
+    }
 
     /// Trains on `train`, selecting on `dev` when given (else the last epoch is kept).
     fit_result fit(const dataset& train, const dataset* dev = nullptr) {
         detail::require(train.size() >= 1, "train", "a non-empty data set", train.size());
         using clock = std::chrono::steady_clock;
-        const index_t n = train.size(), per_epoch = (n + cfg_.batch_size - 1) / cfg_.batch_size;
+        const int ranks = comm_.size(), rank = comm_.rank();
+        const index_t G = cfg_.batch_size * ranks;  // the global batch
+        const index_t n = train.size(), per_epoch = (n + G - 1) / G;
         const std::int64_t total = std::int64_t(per_epoch) * cfg_.epochs;
         const warmup_cosine sched({.base_lr = cfg_.lr,
                                    .warmup_steps = std::int64_t(std::llround(cfg_.warmup_fraction * double(total))),
@@ -128,13 +166,22 @@ public:
         std::iota(order.begin(), order.end(), index_t(0));
         fit_result res;
         std::vector<std::vector<double>> best;
-        index_t since_best = 0;
-        for (index_t e = 0; e < cfg_.epochs; ++e) {
+        index_t since_best = 0, first = 0;
+        if (ranks > 1) broadcast_parameters(comm_, params_);  // the replicas start equal
+        if (resume_) {
+            first = restore_state(*resume_, G, order, res, best, since_best, opt);
+            resume_.reset();
+        }
+        for (index_t e = first; e < cfg_.epochs; ++e) {
+            if (e == first && e > 0 && stop(res, since_best)) {  // the saved run had stopped
+                res.stopped_early = true;
+                break;
+            }
             shuffle(order, rng);
-            if (train.kind == input_kind::tokens && cfg_.bucket_window > 0) bucket(order, train, rng);
+            if (train.kind == input_kind::tokens && cfg_.bucket_window > 0) bucket(order, train, rng, G);
             const auto t0 = clock::now();
             std::optional<progress_bar> bar;
-            if (cfg_.progress)
+            if (cfg_.progress && rank == 0)
                 bar.emplace(per_epoch,
                             cfg_.label + "epoch " + std::to_string(e + 1) + "/" + std::to_string(cfg_.epochs));
             epoch_record rec;
@@ -142,29 +189,45 @@ public:
             double loss_sum = 0, reg_sum = 0, tokens = 0;
             index_t correct = 0;
             for (index_t s = 0; s < per_epoch; ++s) {
-                const index_t lo = s * cfg_.batch_size, nb = std::min(cfg_.batch_size, n - lo);
-                const batch b = train.make_batch(std::span<const index_t>(order.data() + lo, std::size_t(nb)));
-                context ctx;
-                ctx.training = true;
-                ctx.step = std::uint64_t(step_);
-                const auto logits = model_.forward(b, ctx);
-                const auto ce = cross_entropy(logits, b.labels, cfg_.label_smoothing);
-                zero_grad(params_);
-                model_.backward(ce.dlogits, ctx);
-                double reg = 0;
-                if constexpr (requires { model_.regularization(ctx); }) reg = model_.regularization(ctx);
+                const index_t lo = s * G, nb = std::min(G, n - lo);
+                const std::span<const index_t> global(order.data() + lo, std::size_t(nb));
+                const shard mine = shard_range(nb, ranks, rank);
+                double sums[4] = {0, 0, 0, 0};  // this shard's loss sum, correct, tokens; weighted reg
+                if (mine.size() > 0) {
+                    const batch b = shard_batch(train, global, mine);
+                    context ctx;
+                    ctx.training = true;
+                    ctx.step = std::uint64_t(step_);
+                    ctx.batch_offset = mine.begin;
+                    const auto logits = model_.forward(b, ctx);
+                    const auto ce = cross_entropy(logits, b.labels, cfg_.label_smoothing);
+                    zero_grad(params_);
+                    model_.backward(ce.dlogits, ctx);
+                    if constexpr (requires { model_.regularization(ctx); }) sums[3] = model_.regularization(ctx);
+                    sums[0] = ce.loss * double(b.size);
+                    const auto pred = predictions(ce.probs);
+                    index_t hits = 0;
+                    for (index_t r = 0; r < b.size; ++r) hits += pred[std::size_t(r)] == b.labels[std::size_t(r)];
+                    sums[1] = double(hits);
+                    sums[2] = b.kind == input_kind::tokens
+                                  ? double(std::accumulate(b.lengths.begin(), b.lengths.end(), index_t(0)))
+                                  : double(ctx.rows());
+                } else {
+                    zero_grad(params_);  // a rank without examples adds zeros (weight 0)
+                }
+                if (ranks > 1) {
+                    sums[3] *= double(mine.size()) / double(nb);  // Σ_r weight_r = 1
+                    reducer_.reduce_mean(comm_, params_, mine.size(), nb, sums);
+                }
                 if (cfg_.clip > 0) clip_grad_norm(params_, cfg_.clip);
                 rec.lr = sched.lr(step_);
                 opt.set_lr(rec.lr);
                 opt.step(params_);
                 ++step_;
-                loss_sum += ce.loss * double(nb);
-                reg_sum += reg;
-                const auto pred = predictions(ce.probs);
-                for (index_t r = 0; r < nb; ++r) correct += pred[std::size_t(r)] == b.labels[std::size_t(r)];
-                tokens += b.kind == input_kind::tokens
-                              ? double(std::accumulate(b.lengths.begin(), b.lengths.end(), index_t(0)))
-                              : double(ctx.rows());
+                loss_sum += sums[0];
+                reg_sum += sums[3];
+                correct += index_t(sums[1]);
+                tokens += sums[2];
                 if (bar) {
                     const double seen = double(lo + nb);
                     bar->update(
@@ -174,6 +237,7 @@ public:
             }
             if (bar) bar->finish();
             rec.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+            if (ranks > 1) comm_.broadcast(&rec.seconds, 1, 0);  // one clock decides (max_seconds)
             res.seconds += rec.seconds;
             rec.train_loss = loss_sum / double(n);
             rec.train_accuracy = double(correct) / double(n);
@@ -201,10 +265,13 @@ public:
                 res.best_epoch = e + 1;
                 best = snapshot();
                 if (!cfg_.checkpoint.empty())
-                    save_checkpoint(cfg_.checkpoint, params_, {{"meta.epoch", {double(e + 1)}}});
+                    save_checkpoint(comm_, cfg_.checkpoint, params_, {{"meta.epoch", {double(e + 1)}}});
             }
             res.history.push_back(rec);
-            if (cfg_.progress) {
+            if (!cfg_.state_checkpoint.empty())
+                save_checkpoint(comm_, cfg_.state_checkpoint, params_,
+                                state_metadata(e + 1, G, order, res, best, since_best, opt));
+            if (cfg_.progress && rank == 0) {
                 std::fprintf(stderr, "%sepoch %ld/%ld: train loss %.4f acc %.4f", cfg_.label.c_str(), long(e + 1),
                              long(cfg_.epochs), rec.train_loss, rec.train_accuracy);
                 if (dev)
@@ -212,11 +279,7 @@ public:
                                  rec.dev_macro_f1, rec.dev_log_loss, improved ? " *" : "");
                 std::fprintf(stderr, " | %.1f s, %.0f tok/s\n", rec.seconds, rec.tokens_per_second);
             }
-            if (cfg_.patience > 0 && since_best >= cfg_.patience) {
-                res.stopped_early = e + 1 < cfg_.epochs;
-                break;
-            }
-            if (cfg_.max_seconds > 0 && res.seconds >= cfg_.max_seconds) {
+            if (stop(res, since_best)) {
                 res.stopped_early = e + 1 < cfg_.epochs;
                 break;
             }
@@ -226,15 +289,18 @@ public:
         return res;
     }
 
-    /// Probabilities and metrics on `data` (evaluation mode).
+    /// Probabilities and metrics on `data` (evaluation mode). With N ranks (a collective),
+    /// evaluation batch k runs on rank k mod N and every rank receives all probabilities:
+    /// the same batches as in one process, so the same numbers.
     evaluation_result evaluate(const dataset& data) {
         detail::require(data.size() >= 1, "data", "a non-empty data set", data.size());
         const auto t0 = std::chrono::steady_clock::now();
         evaluation_result res;
-        const index_t n = data.size();
+        const index_t n = data.size(), E = cfg_.eval_batch_size, K = (n + E - 1) / E;
+        const int ranks = comm_.size(), rank = comm_.rank();
         index_t C = 0;
-        for (index_t lo = 0; lo < n; lo += cfg_.eval_batch_size) {
-            const index_t nb = std::min(cfg_.eval_batch_size, n - lo);
+        for (index_t k = rank; k < K; k += ranks) {
+            const index_t lo = k * E, nb = std::min(E, n - lo);
             std::vector<index_t> idx(static_cast<std::size_t>(nb));
             std::iota(idx.begin(), idx.end(), lo);
             const batch b = data.make_batch(idx);
@@ -243,6 +309,20 @@ public:
             const auto ce = cross_entropy(logits, b.labels, 0.0);
             C = index_t(ce.probs.shape()[1]);
             for (auto p : ce.probs) res.probs.push_back(float(p));
+        }
+        if (ranks > 1) {  // batch k sits at slot k / N of rank k mod N
+            std::int64_t classes = C;
+            comm_.broadcast(&classes, 1, 0);  // rank 0 always has batch 0
+            C = index_t(classes);
+            const index_t slots = (K + ranks - 1) / ranks, per = slots * E * C;
+            res.probs.resize(std::size_t(per), 0.0f);
+            std::vector<float> all(std::size_t(per * ranks));
+            comm_.all_gather(res.probs.data(), all.data(), std::size_t(per));
+            res.probs.assign(std::size_t(n * C), 0.0f);
+            for (index_t k = 0; k < K; ++k) {
+                const index_t nb = std::min(E, n - k * E);
+                std::copy_n(all.data() + (k % ranks) * per + (k / ranks) * E * C, nb * C, res.probs.data() + k * E * C);
+            }
         }
         res.metrics = evaluate_metrics(std::span<const float>(res.probs), C, std::span<const int>(data.labels));
         res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -259,9 +339,9 @@ private:
         }
     }
 
-    /// Sorts windows of the order by text length, then shuffles whole batches.
-    void bucket(std::vector<index_t>& order, const dataset& data, const random_stream& rng) {
-        const index_t n = index_t(order.size()), B = cfg_.batch_size, W = B * cfg_.bucket_window;
+    /// Sorts windows of the order by text length, then shuffles whole (global) batches of B.
+    void bucket(std::vector<index_t>& order, const dataset& data, const random_stream& rng, index_t B) {
+        const index_t n = index_t(order.size()), W = B * cfg_.bucket_window;
         auto len = [&](index_t i) { return std::min(index_t(data.texts[std::size_t(i)].size()), data.max_length); };
         for (index_t lo = 0; lo < n; lo += W)
             std::stable_sort(order.begin() + lo, order.begin() + std::min(n, lo + W),
@@ -274,6 +354,86 @@ private:
         out.reserve(order.size());
         for (index_t lo : starts) out.insert(out.end(), order.begin() + lo, order.begin() + std::min(n, lo + B));
         order.swap(out);
+    }
+
+    bool stop(const fit_result& res, index_t since_best) const {
+        return (cfg_.patience > 0 && since_best >= cfg_.patience) ||
+               (cfg_.max_seconds > 0 && res.seconds >= cfg_.max_seconds);
+    }
+
+    /// The resumable state after `epochs` epochs (keys: resume() and restore_state()).
+    checkpoint_metadata state_metadata(index_t epochs, index_t G, const std::vector<index_t>& order,
+                                       const fit_result& res, const std::vector<std::vector<double>>& best,
+                                       index_t since_best, const adamw& opt) const {
+        checkpoint_metadata m;
+        m["trainer.epoch"] = {double(epochs)};
+        m["trainer.step"] = {double(step_)};
+        m["trainer.draw"] = {double(draw_)};
+        m["trainer.global_batch"] = {double(G)};
+        m["trainer.order"].assign(order.begin(), order.end());
+        m["trainer.best"] = {double(res.best_epoch), res.best_dev, double(since_best), res.seconds};
+        auto& h = m["trainer.history"];
+        for (const auto& r : res.history)
+            h.insert(h.end(), {double(r.epoch), r.train_loss, r.train_accuracy, r.regularization, r.dev_accuracy,
+                               r.dev_macro_f1, r.dev_log_loss, r.seconds, r.tokens_per_second, r.lr});
+        m["adamw.steps"] = {double(opt.steps())};
+        for (std::size_t k = 0; k < opt.states().size(); ++k) {
+            m["adamw.m." + params_[k].name] = opt.states()[k].first_moment();
+            m["adamw.v." + params_[k].name] = opt.states()[k].second_moment();
+        }
+        for (std::size_t k = 0; k < best.size(); ++k) m["best." + params_[k].name] = best[k];
+        return m;
+    }
+
+    /// Applies a state of state_metadata(); returns the number of epochs it had done.
+    index_t restore_state(const checkpoint_metadata& m, index_t G, std::vector<index_t>& order, fit_result& res,
+                          std::vector<std::vector<double>>& best, index_t& since_best, adamw& opt) {
+        auto get = [&](const std::string& key, std::size_t size) -> const std::vector<double>& {
+            const auto it = m.find(key);
+            if (it == m.end() || it->second.size() != size)
+                detail::fail("resume", "a training state with '" + key + "' of " + std::to_string(size) + " values",
+                             it == m.end() ? std::string("none") : std::to_string(it->second.size()));
+            return it->second;
+        };
+        const index_t n = index_t(order.size()), epochs = index_t(get("trainer.epoch", 1)[0]);
+        detail::require(index_t(get("trainer.global_batch", 1)[0]) == G, "resume",
+                        "a state of the global batch N*batch_size = " + std::to_string(G),
+                        get("trainer.global_batch", 1)[0]);
+        detail::require(epochs >= 0 && epochs <= cfg_.epochs, "resume",
+                        "a state of at most epochs = " + std::to_string(cfg_.epochs), epochs);
+        const auto& saved = get("trainer.order", std::size_t(n));  // throws for another data set size
+        std::vector<char> seen(std::size_t(n), 0);
+        for (std::size_t i = 0; i < saved.size(); ++i) {
+            const auto v = index_t(saved[i]);
+            detail::require(v >= 0 && v < n && !seen[std::size_t(v)], "resume", "an order that permutes the data",
+                            saved[i]);
+            seen[std::size_t(v)] = 1;
+            order[i] = v;
+        }
+        step_ = std::int64_t(get("trainer.step", 1)[0]);
+        draw_ = std::uint64_t(get("trainer.draw", 1)[0]);
+        const auto& b = get("trainer.best", 4);
+        res.best_epoch = index_t(b[0]);
+        res.best_dev = b[1];
+        since_best = index_t(b[2]);
+        res.seconds = b[3];
+        const auto& h = get("trainer.history", std::size_t(10 * epochs));
+        res.history.clear();
+        for (index_t e = 0; e < epochs; ++e) {
+            const double* r = h.data() + 10 * e;
+            res.history.push_back({index_t(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9]});
+        }
+        const auto steps = std::int64_t(get("adamw.steps", 1)[0]);
+        std::vector<std::vector<double>> mo, ve;
+        for (std::size_t k = 0; steps > 0 && k < params_.size(); ++k) {
+            mo.push_back(get("adamw.m." + params_[k].name, std::size_t(params_[k].size())));
+            ve.push_back(get("adamw.v." + params_[k].name, std::size_t(params_[k].size())));
+        }
+        opt.restore(params_, steps, mo, ve);
+        best.clear();
+        if (res.best_epoch >= 1)
+            for (const auto& p : params_) best.push_back(get("best." + p.name, std::size_t(p.size())));
+        return epochs;
     }
 
     std::vector<std::vector<double>> snapshot() const {
@@ -292,6 +452,9 @@ private:
 
     Model& model_;
     trainer_config cfg_;
+    communicator_ref comm_;
+    gradient_allreducer reducer_;
+    std::optional<checkpoint_metadata> resume_;
     parameter_list params_;
     std::int64_t step_ = 0;
     std::uint64_t draw_ = 0;

@@ -75,6 +75,23 @@ public:
     /// First and second moments (read-only; for tests and checkpoints).
     const std::vector<double>& first_moment() const { return m_; }
     const std::vector<double>& second_moment() const { return v_; }
+    /// Running maximum of v (amsgrad; empty otherwise).
+    const std::vector<double>& max_second_moment() const { return vmax_; }
+    /// Replaces the state by a saved one (resuming from a checkpoint): `steps` updates taken
+    /// and the moments they left (all of one size; vmax only with amsgrad). steps = 0 with
+    /// empty moments is the fresh state. The next step continues exactly as the saved run.
+    void set_state(std::int64_t steps, std::vector<double> m, std::vector<double> v, std::vector<double> vmax = {}) {
+        detail::require(steps >= 0, "steps", ">= 0", steps);
+        detail::require(v.size() == m.size(), "v", "as many values as m (" + std::to_string(m.size()) + ")", v.size());
+        detail::require(vmax.size() == (cfg_.amsgrad ? m.size() : 0), "vmax",
+                        cfg_.amsgrad ? "as many values as m (amsgrad)" : "no values (amsgrad is off)", vmax.size());
+        detail::require((steps == 0) == m.empty(), "m", steps == 0 ? "no values at step 0" : "the moments of a step",
+                        m.size());
+        t_ = steps;
+        m_ = std::move(m);
+        v_ = std::move(v);
+        vmax_ = std::move(vmax);
+    }
 
 private:
     /// x[k] ← √x[k] for k < n; correctly rounded, as std::sqrt (whose errno handling keeps

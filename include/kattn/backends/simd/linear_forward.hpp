@@ -254,8 +254,8 @@ std::vector<key_state<T>> causal_initial_states(const spectral<Map, T>& sp, cons
 /// Non-causal: the key state of every head (at states[p·nseg]), all segments merged,
 /// after the keys of the other slices when `link`.
 template <class Map, class T, class Arch>
-std::vector<key_state<T>> full_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb,
-                                          index_t nseg, const slice_link<T>* link) {
+std::vector<key_state<T>> full_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb, index_t nseg,
+                                          const slice_link<T>* link) {
     auto states = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
     for (index_t p = 0; p < pb.problems; ++p)
         for (index_t s = 1; s < nseg; ++s) states[sz(p * nseg)].merge(states[sz(p * nseg + s)]);
