@@ -22,12 +22,14 @@
 #include <kattn/nn/data/text_datasets.hpp>
 
 #include "common/experiment.hpp"
+#include "common/ranks.hpp"
 #include "common/transductive.hpp"
 
 namespace nn = kattn::nn;
 using kattn::index_t;
 
 int main(int argc, char** argv) {
+    experiment::ranks world(argc, argv);  // mpirun -np N …: data-parallel (common/ranks.hpp)
     CLI::App app{"kattn: FSKA ablation on Fashion-MNIST"};
     bool quick = false, transductive = false;
     std::string json, models_arg, seed_list, patch = "7x7", directory = "/usr/share/datasets/fashion-mnist";
@@ -95,7 +97,8 @@ int main(int argc, char** argv) {
                                 .weight_decay = 1e-4,
                                 .warmup_fraction = 0.05,
                                 .clip = 1.0};
-        std::printf(
+        if (world.root())
+            std::printf(
             "Fashion-MNIST: %ld train / %ld dev / %ld test images, %s patches, d = %ld, %ld heads, %ld epochs\n",
             long(train.size()), long(dev.size()), long(test.size()), patch.c_str(), long(mo.dim), long(mo.heads),
             long(tcfg.epochs));
@@ -105,7 +108,8 @@ int main(int argc, char** argv) {
         std::vector<experiment::record> records;
         for (const auto& m : models) {
             records.push_back(experiment::run_model<nn::patch_input<float>>(m, "fashion-mnist", {&train, &dev, &test},
-                                                                            mo, tcfg, seeds, make_input));
+                                                                            mo, tcfg, seeds, make_input, world.comm()));
+            if (!world.root()) continue;
             experiment::print_table(records);
             if (!json.empty()) experiment::write_json(json, records);
         }

@@ -21,11 +21,13 @@
 #include <kattn/nn/data/text_datasets.hpp>
 
 #include "common/experiment.hpp"
+#include "common/ranks.hpp"
 
 namespace nn = kattn::nn;
 using kattn::index_t;
 
 int main(int argc, char** argv) {
+    experiment::ranks world(argc, argv);  // mpirun -np N …: data-parallel (common/ranks.hpp)
     CLI::App app{"kattn: sentence classification (SST-2, Rotten Tomatoes) with kernel attention"};
     bool quick = false;
     std::string json, models_arg, seed_list, datasets_arg = "sst2,rt", data_dir = "data/text";
@@ -108,7 +110,8 @@ int main(int argc, char** argv) {
             } else {
                 throw kattn::error("kattn: argument '--datasets': expected sst2 or rt, got '" + ds + "'");
             }
-            std::printf("%s: %ld train / %ld dev / %ld test sentences, vocabulary %ld, max length %ld\n", name.c_str(),
+            if (world.root())
+                std::printf("%s: %ld train / %ld dev / %ld test sentences, vocabulary %ld, max length %ld\n", name.c_str(),
                         long(data.train.size()), long(data.dev.size()), long(data.test.size()), long(data.vocab.size()),
                         long(max_length));
             const index_t vocab = data.vocab.size();
@@ -118,7 +121,8 @@ int main(int argc, char** argv) {
             };
             for (const auto& m : models) {
                 records.push_back(experiment::run_model<nn::token_input<float>>(
-                    m, name, {&data.train, &data.dev, &data.test}, mo, tcfg, seeds, make_input));
+                    m, name, {&data.train, &data.dev, &data.test}, mo, tcfg, seeds, make_input, world.comm()));
+                if (!world.root()) continue;
                 experiment::print_table(records);
                 if (!json.empty()) experiment::write_json(json, records);
             }

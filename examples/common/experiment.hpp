@@ -114,7 +114,8 @@ struct splits {
 
 /// Trains and evaluates one built model.
 template <class Model>
-outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg, const model_options& mo, bool align) {
+outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg, const model_options& mo, bool align,
+                       nn::communicator_ref comm = {}) {
     outcome out;
     const auto t0 = std::chrono::steady_clock::now();
     if constexpr (requires { model.align(*data.train, index_t(2), index_t(1)); }) {
@@ -132,7 +133,7 @@ outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg
             out.kta_after = a / n;
         }
     }
-    nn::trainer tr(model, tcfg);
+    nn::trainer tr(model, tcfg, comm);  // data-parallel over comm's ranks (one process: empty)
     out.params = kattn::nn::count(tr.parameters());
     const auto fit = tr.fit(*data.train, data.dev);
     out.epochs = double(fit.history.size());
@@ -311,16 +312,17 @@ inline record aggregate(const std::string& model, const std::string& dataset, co
 template <class Input>
 record run_model(const std::string& name, const std::string& dataset_name, const splits& data, const model_options& mo,
                  nn::trainer_config tcfg, const std::vector<std::uint64_t>& seeds,
-                 const std::function<Input(std::uint64_t)>& make_input) {
+                 const std::function<Input(std::uint64_t)>& make_input, nn::communicator_ref comm = {}) {
     std::vector<outcome> os;
     for (const auto seed : seeds) {
         tcfg.seed = seed;
         tcfg.label = name + " s" + std::to_string(seed) + " ";
         with_model<Input>(name, mo, data.train->num_classes, seed, make_input, [&](auto& model, bool align) {
-            outcome o = train_and_test(model, data, tcfg, mo, align);
+            outcome o = train_and_test(model, data, tcfg, mo, align, comm);
             o.seed = seed;
             os.push_back(o);
-            std::fprintf(stderr, "%s seed %llu: accuracy %.4f macro-F1 %.4f ECE %.4f (%.0f s, %g epochs)\n",
+            if (comm.rank() == 0)
+                std::fprintf(stderr, "%s seed %llu: accuracy %.4f macro-F1 %.4f ECE %.4f (%.0f s, %g epochs)\n",
                          name.c_str(), static_cast<unsigned long long>(seed), o.accuracy, o.macro_f1, o.ece, o.seconds,
                          o.epochs);
         });
