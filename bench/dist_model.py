@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The alpha-beta communication model of kattn::dist::sequence_parallel (docs/distributed.md).
 
 Per layer and rank, a causal forward+backward makes three all_gathers of the per-head states

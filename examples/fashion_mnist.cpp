@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
                                 .weight_decay = 1e-4,
                                 .warmup_fraction = 0.05,
                                 .clip = 1.0};
+        tcfg.batch_size = world.per_rank_batch(batch);
         if (world.root())
             std::printf(
             "Fashion-MNIST: %ld train / %ld dev / %ld test images, %s patches, d = %ld, %ld heads, %ld epochs\n",

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     if (!models_arg.empty()) models = experiment::split_list(models_arg);
     if (quick) mo.align_steps = std::min<index_t>(mo.align_steps, 50), mo.align_samples = 512;
     const index_t n_seeds = seeds_n > 0 ? seeds_n : quick ? 1 : 3;
-    const nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs
+    nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs
                                             : quick    ? 2
                                                        : 10,
                                   .batch_size = batch,
@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
                                   .select = nn::selection_metric::macro_f1};
     std::vector<experiment::record> records;
     try {
+        tcfg.batch_size = world.per_rank_batch(batch);
         const auto seeds = experiment::seed_list(seed_list, n_seeds);
         for (const auto& ds : experiment::split_list(datasets_arg)) {
             nn::text_options to{.max_length = max_length,
