@@ -126,7 +126,7 @@ TEST_CASE("sequence_parallel: bytes communicated per pass do not depend on the l
     }
     CHECK(bytes[0] == bytes[1]);
     // 2 heads · (F·dv + F + 1) floats per exchange (F = 8, dv = 3): one for the forward,
-    // two for the backward; plus the extents (7 int64 per call) and ∂Ω (4 × 8 floats).
+    // two for the backward; plus the extents (9 int64 per call) and ∂Ω (4 × 8 floats).
     const std::uint64_t state = 2 * (8 * 3 + 8 + 1) * sizeof(float);
-    CHECK(bytes[0] == 3 * state + 2 * 7 * sizeof(std::int64_t) + 4 * 8 * sizeof(float));
+    CHECK(bytes[0] == 3 * state + 2 * 9 * sizeof(std::int64_t) + 4 * 8 * sizeof(float));
 }

@@ -196,3 +196,153 @@ TEST_CASE("sequence_parallel equals the single-process operator (reference backe
     check_case<kt::cases::trig, kattn::backends::reference, double>(1e-9);
     check_case<kt::cases::favor, kattn::backends::reference, float>(0);
 }
+
+// ---- packed documents (dist::packed_sequences) -------------------------------------------
+
+namespace {
+
+/// Document boundaries over a sequence of L tokens: short and long documents, one boundary
+/// on the first split (23), one document crossing several splits, a one-token document.
+std::vector<index_t> packed_boundaries(index_t L) {
+    std::vector<index_t> inner{5, 9, 23, 30, L * 11 / 20, L * 11 / 20 + 1, L * 4 / 5}, cu{0};
+    std::sort(inner.begin(), inner.end());
+    for (const index_t c : inner)
+        if (c > cu.back() && c < L) cu.push_back(c);
+    cu.push_back(L);
+    return cu;
+}
+
+/// The single-process operator on each document alone, written into whole-sequence tensors.
+template <class Op, class T>
+void per_document(const Op& op, bool causal, const std::vector<index_t>& cu, const xt::xtensor<T, 4>& q,
+                  const xt::xtensor<T, 4>& k, const xt::xtensor<T, 4>& v, const xt::xtensor<T, 4>& dout,
+                  xt::xtensor<T, 4>& out, typename Op::template gradients<4>& g) {
+    const std::size_t H = q.shape()[1], L = q.shape()[2], d = q.shape()[3], dv = v.shape()[3];
+    out = xt::xtensor<T, 4>::from_shape({1, H, L, dv});
+    g.dq = xt::xtensor<T, 4>::from_shape(q.shape());
+    g.dk = xt::xtensor<T, 4>::from_shape(k.shape());
+    g.dv = xt::xtensor<T, 4>::from_shape(v.shape());
+    for (std::size_t i = 0; i + 1 < cu.size(); ++i) {
+        const index_t b = cu[i], n = cu[i + 1] - cu[i];
+        const auto sq = slice_of(q, b, n), sk = slice_of(k, b, n), sv = slice_of(v, b, n), sd = slice_of(dout, b, n);
+        const auto o = causal ? op(sq, sk, sv, kattn::causal) : op(sq, sk, sv);
+        const auto gd = causal ? op.backward(sq, sk, sv, sd, kattn::causal) : op.backward(sq, sk, sv, sd);
+        const auto put = [&](const xt::xtensor<T, 4>& part, xt::xtensor<T, 4>& whole, std::size_t w) {
+            for (std::size_t h = 0; h < H; ++h)
+                std::copy_n(part.data() + h * std::size_t(n) * w, std::size_t(n) * w,
+                            whole.data() + (h * L + std::size_t(b)) * w);
+        };
+        put(o, out, dv);
+        put(gd.dq, g.dq, d);
+        put(gd.dk, g.dk, d);
+        put(gd.dv, g.dv, dv);
+        if (i == 0) {
+            g.d_omega = gd.d_omega;
+            g.d_bias = gd.d_bias;
+        } else {
+            g.d_omega += gd.d_omega;
+            g.d_bias += gd.d_bias;
+        }
+    }
+}
+
+template <class Case, class Backend, class T>
+void check_packed(double tol_double) {
+    auto& comm = kattn_test::world();
+    const int N = comm.size(), me = comm.rank();
+    typename Case::config cfg;
+    cfg.head_dim = 6;
+    cfg.value_dim = 5;
+    cfg.num_features = Case::identity ? 6 : 12;
+    cfg.seed = 23;
+    Case::configure(cfg);
+    using op_t = kattn::linear_attention<typename Case::map, typename Case::sampler, Backend, T>;
+    const op_t op(cfg);
+    kattn::dist::sequence_parallel sp(op, comm);
+    const auto lens = slice_lengths(N, 23);
+    index_t L = 0, off = 0;
+    for (int r = 0; r < N; ++r) {
+        if (r < me) off += lens[std::size_t(r)];
+        L += lens[std::size_t(r)];
+    }
+    const index_t len = lens[std::size_t(me)];
+    const std::size_t H = 2, Ls = std::size_t(L);
+    const auto q = kt::randn<T, 4>({1, H, Ls, 6}, 201, 0.8), k = kt::randn<T, 4>({1, H, Ls, 6}, 202, 0.8),
+               v = kt::randn<T, 4>({1, H, Ls, 5}, 203), dout = kt::randn<T, 4>({1, H, Ls, 5}, 204);
+    const auto cu = packed_boundaries(L);
+    const kattn::dist::packed_sequences docs{cu};
+    const auto sq = slice_of(q, off, len), sk = slice_of(k, off, len), sv = slice_of(v, off, len),
+               sd = slice_of(dout, off, len);
+    using exact_t =
+        kattn::linear_attention<typename Case::map, typename Case::sampler, kattn::backends::reference, double>;
+    typename exact_t::config_type ecfg = cfg;
+    const exact_t exact(ecfg);
+    for (const bool causal : {false, true}) {
+        CAPTURE(causal);
+        CAPTURE(N);
+        xt::xtensor<T, 4> of;
+        typename op_t::template gradients<4> gf;
+        per_document(op, causal, cu, q, k, v, dout, of, gf);
+        const auto opart = causal ? sp(sq, sk, sv, kattn::causal, docs) : sp(sq, sk, sv, docs);
+        const auto gp = causal ? sp.backward(sq, sk, sv, sd, kattn::causal, docs) : sp.backward(sq, sk, sv, sd, docs);
+        const double split = worst(opart, gp, false, of, gf, off, len);
+        if constexpr (std::is_same_v<T, double>) {
+            CHECK(split <= tol_double);
+        } else {
+            const auto dbl = [](const xt::xtensor<T, 4>& x) { return xt::xtensor<double, 4>(xt::cast<double>(x)); };
+            xt::xtensor<double, 4> oe;
+            typename exact_t::template gradients<4> ge;
+            per_document(exact, causal, cu, dbl(q), dbl(k), dbl(v), dbl(dout), oe, ge);
+            const double e_single = worst(of, gf, true, oe, ge, off, len);
+            const double e_split = worst(opart, gp, false, oe, ge, off, len);
+            const double f = kattn::feature_map_traits<typename Case::map>::is_positive ? 4 : 10;
+            CAPTURE(e_single);
+            CAPTURE(e_split);
+            CHECK(e_split <= f * e_single + 1e-6);
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("sequence_parallel: packed documents equal the operator on each document (every map)",
+                          Case, kt_dist_packed_maps) {
+    if constexpr (Case::operator_enabled) {
+        check_packed<Case, kattn::backends::simd, double>(1e-9);
+        check_packed<Case, kattn::backends::simd, float>(0);
+    }
+}
+TEST_CASE_TEMPLATE_APPLY(kt_dist_packed_maps, kt::cases::all_cases);
+
+TEST_CASE("sequence_parallel: packed documents on the reference backend; bad boundaries fail on every rank") {
+    check_packed<kt::cases::favor, kattn::backends::reference, double>(1e-11);
+    auto& comm = kattn_test::world();
+    const int N = comm.size(), me = comm.rank();
+    kattn::attention_config<kattn::features::favor, kattn::samplers::orthogonal_gaussian> cfg;
+    cfg.head_dim = 4;
+    cfg.value_dim = 3;
+    cfg.num_features = 8;
+    kattn::dist::sequence_parallel sp(kattn::linear_attention<kattn::features::favor>(cfg), comm);
+    const std::size_t L = 10;
+    const auto q = kt::randn<float, 4>({1, 2, L, 4}, 1), v = kt::randn<float, 4>({1, 2, L, 3}, 3);
+    const index_t total = index_t(L) * N;
+    const std::vector<index_t> good{0, 3, total}, short_end{0, 3, total - 1}, not_increasing{0, 3, 3, total};
+    CHECK_NOTHROW((void)sp(q, q, v, kattn::causal, kattn::dist::packed_sequences{good}));
+    CHECK_THROWS_WITH_AS((void)sp(q, q, v, kattn::dist::packed_sequences{short_end}),
+                         doctest::Contains("the whole sequence's length"), kattn::error);
+    CHECK_THROWS_WITH_AS((void)sp(q, q, v, kattn::dist::packed_sequences{not_increasing}),
+                         doctest::Contains("strictly increasing"), kattn::error);
+    // Another list on the last rank: every rank refuses (with N > 1).
+    const std::vector<index_t> other{0, 4, total};
+    bool thrown = false;
+    try {
+        (void)sp(q, q, v, kattn::dist::packed_sequences{me == N - 1 ? other : good});
+    } catch (const kattn::error&) {
+        thrown = true;
+    }
+    CHECK(thrown == (N > 1));
+    // Packed documents need batch 1.
+    const auto q2 = kt::randn<float, 4>({2, 2, L, 4}, 5), v2 = kt::randn<float, 4>({2, 2, L, 3}, 6);
+    CHECK_THROWS_WITH_AS((void)sp(q2, q2, v2, kattn::dist::packed_sequences{good}), doctest::Contains("batch 1"),
+                         kattn::error);
+}
