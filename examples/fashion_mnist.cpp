@@ -100,9 +100,9 @@ int main(int argc, char** argv) {
         tcfg.batch_size = world.per_rank_batch(batch);
         if (world.root())
             std::printf(
-            "Fashion-MNIST: %ld train / %ld dev / %ld test images, %s patches, d = %ld, %ld heads, %ld epochs\n",
-            long(train.size()), long(dev.size()), long(test.size()), patch.c_str(), long(mo.dim), long(mo.heads),
-            long(tcfg.epochs));
+                "Fashion-MNIST: %ld train / %ld dev / %ld test images, %s patches, d = %ld, %ld heads, %ld epochs\n",
+                long(train.size()), long(dev.size()), long(test.size()), patch.c_str(), long(mo.dim), long(mo.heads),
+                long(tcfg.epochs));
         const std::function<nn::patch_input<float>(std::uint64_t)> make_input = [&](std::uint64_t seed) {
             return nn::patch_input<float>({.patch_height = ph, .patch_width = pw, .dim = mo.dim, .seed = seed + 7});
         };

@@ -155,9 +155,10 @@ int main(int argc, char** argv) {
             const auto g1 = causal ? op.backward(Q, K, V, G, kattn::causal) : op.backward(Q, K, V, G);
             const double d[5] = {rel_diff(o_all, o1), rel_diff(dq_all, g1.dq), rel_diff(dk_all, g1.dk),
                                  rel_diff(dv_all, g1.dv), rel_diff(grads.d_omega, g1.d_omega)};
-            std::printf("relative difference from the single-process operator: out %.3g, dq %.3g, dk %.3g, "
-                        "dv %.3g, d_omega %.3g\n",
-                        d[0], d[1], d[2], d[3], d[4]);
+            std::printf(
+                "relative difference from the single-process operator: out %.3g, dq %.3g, dk %.3g, "
+                "dv %.3g, d_omega %.3g\n",
+                d[0], d[1], d[2], d[3], d[4]);
             max_rel = *std::max_element(d, d + 5);
             // Both against the exact values (the same operator in double): splitting the
             // sequence costs no accuracy beyond the single process's own float rounding.

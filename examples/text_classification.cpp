@@ -81,15 +81,15 @@ int main(int argc, char** argv) {
     if (quick) mo.align_steps = std::min<index_t>(mo.align_steps, 50), mo.align_samples = 512;
     const index_t n_seeds = seeds_n > 0 ? seeds_n : quick ? 1 : 3;
     nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs
-                                            : quick    ? 2
-                                                       : 10,
-                                  .batch_size = batch,
-                                  .lr = lr,
-                                  .weight_decay = weight_decay,
-                                  .warmup_fraction = 0.05,
-                                  .clip = 1.0,
-                                  .patience = patience,
-                                  .select = nn::selection_metric::macro_f1};
+                                      : quick    ? 2
+                                                 : 10,
+                            .batch_size = batch,
+                            .lr = lr,
+                            .weight_decay = weight_decay,
+                            .warmup_fraction = 0.05,
+                            .clip = 1.0,
+                            .patience = patience,
+                            .select = nn::selection_metric::macro_f1};
     std::vector<experiment::record> records;
     try {
         tcfg.batch_size = world.per_rank_batch(batch);
@@ -112,9 +112,9 @@ int main(int argc, char** argv) {
                 throw kattn::error("kattn: argument '--datasets': expected sst2 or rt, got '" + ds + "'");
             }
             if (world.root())
-                std::printf("%s: %ld train / %ld dev / %ld test sentences, vocabulary %ld, max length %ld\n", name.c_str(),
-                        long(data.train.size()), long(data.dev.size()), long(data.test.size()), long(data.vocab.size()),
-                        long(max_length));
+                std::printf("%s: %ld train / %ld dev / %ld test sentences, vocabulary %ld, max length %ld\n",
+                            name.c_str(), long(data.train.size()), long(data.dev.size()), long(data.test.size()),
+                            long(data.vocab.size()), long(max_length));
             const index_t vocab = data.vocab.size();
             const std::function<nn::token_input<float>(std::uint64_t)> make_input = [&](std::uint64_t seed) {
                 return nn::token_input<float>(

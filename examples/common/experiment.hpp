@@ -323,8 +323,8 @@ record run_model(const std::string& name, const std::string& dataset_name, const
             os.push_back(o);
             if (comm.rank() == 0)
                 std::fprintf(stderr, "%s seed %llu: accuracy %.4f macro-F1 %.4f ECE %.4f (%.0f s, %g epochs)\n",
-                         name.c_str(), static_cast<unsigned long long>(seed), o.accuracy, o.macro_f1, o.ece, o.seconds,
-                         o.epochs);
+                             name.c_str(), static_cast<unsigned long long>(seed), o.accuracy, o.macro_f1, o.ece,
+                             o.seconds, o.epochs);
         });
     }
     return aggregate(name, dataset_name, os);

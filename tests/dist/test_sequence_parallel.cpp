@@ -305,8 +305,8 @@ void check_packed(double tol_double) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE_DEFINE("sequence_parallel: packed documents equal the operator on each document (every map)",
-                          Case, kt_dist_packed_maps) {
+TEST_CASE_TEMPLATE_DEFINE("sequence_parallel: packed documents equal the operator on each document (every map)", Case,
+                          kt_dist_packed_maps) {
     if constexpr (Case::operator_enabled) {
         check_packed<Case, kattn::backends::simd, double>(1e-9);
         check_packed<Case, kattn::backends::simd, float>(0);

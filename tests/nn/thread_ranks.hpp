@@ -58,12 +58,11 @@ public:
             cv_.notify_all();
             return;
         }
-        const bool met = cv_.wait_for(lk, std::chrono::seconds(60), [&] { return generation_ != gen || broken_; });
-        if (!met || broken_) {
-            broken_ = true;
-            cv_.notify_all();
-            throw std::runtime_error("thread_group: a rank did not arrive");
-        }
+        cv_.wait_for(lk, std::chrono::seconds(60), [&] { return generation_ != gen || broken_; });
+        if (generation_ != gen) return;  // every rank arrived (even if one fails right after)
+        broken_ = true;
+        cv_.notify_all();
+        throw std::runtime_error("thread_group: a rank did not arrive");
     }
     void breakdown() {
         std::lock_guard<std::mutex> lk(m_);

@@ -70,12 +70,11 @@ inline void check_boundaries(std::span<const index_t> cu, index_t total) {
                            "at least two offsets {0, …, " + std::to_string(total) + "}", cu.size());
     kattn::detail::require(cu.front() == 0, "packed_sequences.cu_seqlens", "a first offset of 0", cu.front());
     kattn::detail::require(cu.back() == total, "packed_sequences.cu_seqlens",
-                           "a last offset equal to the whole sequence's length " + std::to_string(total),
-                           cu.back());
+                           "a last offset equal to the whole sequence's length " + std::to_string(total), cu.back());
     for (std::size_t i = 1; i < cu.size(); ++i)
-        kattn::detail::require(cu[i] > cu[i - 1], "packed_sequences.cu_seqlens", "strictly increasing offsets",
-                               std::to_string(cu[i]) + " after " + std::to_string(cu[i - 1]) + " at index " +
-                                   std::to_string(i));
+        kattn::detail::require(
+            cu[i] > cu[i - 1], "packed_sequences.cu_seqlens", "strictly increasing offsets",
+            std::to_string(cu[i]) + " after " + std::to_string(cu[i - 1]) + " at index " + std::to_string(i));
 }
 
 /// The document holding global token `pos` (cu checked).

@@ -199,9 +199,10 @@ private:
         // packed documents' count and digest (0, 0: not packed).
         constexpr std::size_t fields = 9;
         const std::int64_t docs = packed ? std::int64_t(packed->cu_seqlens.size()) : 0;
-        const std::int64_t mine[fields] = {why.empty() ? 1 : 0, lp.a.batch,     lp.a.heads,
-                                           lp.a.q_len,          lp.a.k_len,     causal ? 1 : 0,
-                                           has_lengths ? 1 : 0, docs,           packed ? detail::digest(packed->cu_seqlens) : 0};
+        const std::int64_t mine[fields] = {
+            why.empty() ? 1 : 0, lp.a.batch, lp.a.heads,
+            lp.a.q_len,          lp.a.k_len, causal ? 1 : 0,
+            has_lengths ? 1 : 0, docs,       packed ? detail::digest(packed->cu_seqlens) : 0};
         const int N = comm_->size(), me = comm_->rank();
         std::vector<std::int64_t> all(std::size_t(N) * fields);
         comm_->all_gather(mine, all.data(), fields);
@@ -270,8 +271,8 @@ private:
                 // Sent per rank: `slots` groups of `heads` problems (unpacked: all problems).
                 const index_t problems = problems_, slots = plan ? 2 : 1, heads = problems / (plan ? plan->edges() : 1);
                 const index_t sent = slots * heads;
-                const std::size_t nS = std::size_t(sent * F * dv), nz = std::size_t(sent * F),
-                                  nC = std::size_t(sent), block = nS + nz + nC;
+                const std::size_t nS = std::size_t(sent * F * dv), nz = std::size_t(sent * F), nC = std::size_t(sent),
+                                  block = nS + nz + nC;
                 std::vector<T> send(block), all(block * std::size_t(comm_->size()));
                 for (index_t p = 0; p < sent; ++p) {  // slot 1 of a single segment repeats entry 0
                     const index_t src = plan ? std::min(p / heads, plan->edges() - 1) * heads + p % heads : p;
@@ -365,8 +366,8 @@ private:
     xt::xtensor<T, R> forward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
                               bool causal, key_lengths lengths, bool has_lengths,
                               const packed_sequences* packed = nullptr) {
-        const auto lp = agree(q, k, v, static_cast<const xt::xtensor<T, R>*>(nullptr), causal, lengths, has_lengths,
-                              packed);
+        const auto lp =
+            agree(q, k, v, static_cast<const xt::xtensor<T, R>*>(nullptr), causal, lengths, has_lengths, packed);
         auto shape = q.shape();
         shape[R - 1] = v.shape()[R - 1];
         xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(shape);
@@ -413,8 +414,8 @@ private:
             const index_t d = lp.a.qk_dim, dv = lp.a.v_dim;
             std::vector<T> dom(g.d_omega.size()), db(g.d_bias.size());
             for_each_job(*lp.plan, lp.pb, [&](const segment_rows& rows, bool linked) {
-                const auto qs = rows.gather(q.data(), d), ks = rows.gather(k.data(), d),
-                           vs = rows.gather(v.data(), dv), gs = rows.gather(dout.data(), dv);
+                const auto qs = rows.gather(q.data(), d), ks = rows.gather(k.data(), d), vs = rows.gather(v.data(), dv),
+                           gs = rows.gather(dout.data(), dv);
                 const auto pb = sub_problem(lp.pb, rows, qs, ks, vs);
                 std::vector<T> dq(qs.size()), dk(ks.size()), dvs(vs.size());
                 const backends::attention_gradients<T> gv{gs.data(),  dq.data(),  dk.data(),
