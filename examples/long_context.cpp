@@ -9,7 +9,9 @@
 // spent in collectives, the bytes it handed to them and its peak resident memory. With
 // --check (default when the whole sequence fits: --length ≤ 2^21), rank 0 also computes
 // the single-process operator on the whole sequence, gathers every slice's results and
-// reports the largest relative difference. --json FILE: one record per rank.
+// reports the largest relative difference, and both results' error against the operator in
+// double; the run fails (exit 3) unless the split output is as accurate as the single
+// process's (within 4× its error + 1e-6). --json FILE: one record per rank.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -174,6 +176,9 @@ int main(int argc, char** argv) {
                         single_err);
         }
         comm.broadcast(&max_rel, 1, 0);
+        double errs[2] = {split_err, single_err};
+        comm.broadcast(errs, 2, 0);
+        split_err = errs[0], single_err = errs[1];
     }
 
     // One record per rank, gathered on rank 0.
@@ -219,6 +224,14 @@ int main(int argc, char** argv) {
                 return 1;
             }
         }
+    }
+    // --check is a test too: the split result must be as accurate as the single process's.
+    if (check && !(split_err <= 4 * single_err + 1e-6)) {
+        if (me == 0)
+            std::fprintf(stderr,
+                         "long_context: FAILED: the split output's error %.3g exceeds 4x the single process's %.3g\n",
+                         split_err, single_err);
+        return 3;
     }
     return 0;
 }
