@@ -20,31 +20,15 @@
 #include <kattn/nn/classifier.hpp>
 #include <kattn/nn/trainer.hpp>
 
+#include "../nn/synthetic_text.hpp"
 #include "support.hpp"
 
 using namespace kattn;
+using kt::rel_diff;
+using kt::text_data;
+using kt::values;
 
 namespace {
-
-/// n sentences over ids 1…19, lengths 1…11 (max_length 9); label 1 when most ids are ≥ 10.
-nn::dataset text_data(index_t n, std::uint64_t seed) {
-    nn::dataset d;
-    d.name = "synthetic";
-    d.kind = nn::input_kind::tokens;
-    d.num_classes = 2;
-    d.max_length = 9;
-    const random_stream rs(seed, streams::user + 5);
-    std::uint64_t k = 0;
-    for (index_t i = 0; i < n; ++i) {
-        const auto len = 1 + std::size_t(rs.uniform(k++) * 11);
-        std::vector<std::int32_t> t(len);
-        int high = 0;
-        for (auto& v : t) high += (v = 1 + std::int32_t(rs.uniform(k++) * 19)) >= 10;
-        d.texts.push_back(t);
-        d.labels.push_back(2 * high > int(len) ? 1 : 0);
-    }
-    return d;
-}
 
 template <class T>
 using model_t = nn::sequence_classifier<nn::token_input<T>, nn::softmax_mha<T>, T>;
@@ -57,24 +41,6 @@ model_t<T> make_model() {
                        .seed = 4},
                       nn::token_input<T>({.vocab = 20, .dim = 16, .max_length = 9, .seed = 5}),
                       [](index_t) { return nn::softmax_mha<T>({.dim = 16, .heads = 2, .seed = 6}); });
-}
-
-std::vector<double> values(const nn::parameter_list& ps) {
-    std::vector<double> v;
-    for (const auto& p : ps)
-        for (index_t i = 0; i < p.size(); ++i) v.push_back(p.value_at(i));
-    return v;
-}
-
-/// max |a − b| / max |b| (∞ for different sizes).
-double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
-    if (a.size() != b.size()) return INFINITY;
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        num = std::max(num, std::abs(a[i] - b[i]));
-        den = std::max(den, std::abs(b[i]));
-    }
-    return num / den;
 }
 
 /// Whether every rank holds exactly rank 0's values (a collective).

@@ -48,6 +48,32 @@ std::vector<index_t> slice_lengths(int ranks, index_t base) {
     return l;
 }
 
+/// The configuration of the map case's tests: head_dim 6, value_dim 5.
+template <class Case>
+typename Case::config test_config(std::uint64_t seed) {
+    typename Case::config cfg;
+    cfg.head_dim = 6;
+    cfg.value_dim = 5;
+    cfg.num_features = Case::identity ? 6 : 12;
+    cfg.seed = seed;
+    Case::configure(cfg);
+    return cfg;
+}
+
+/// Every rank's slice length, the whole length and this rank's offset.
+struct geometry {
+    std::vector<index_t> lens;
+    index_t L = 0, off = 0;
+};
+geometry split_geometry(int N, int me) {
+    geometry g{slice_lengths(N, 23)};
+    for (int r = 0; r < N; ++r) {
+        if (r < me) g.off += g.lens[std::size_t(r)];
+        g.L += g.lens[std::size_t(r)];
+    }
+    return g;
+}
+
 struct mode {
     bool causal, padded;
 };
@@ -120,22 +146,12 @@ void exact_result(const Op& ex, const mode& m, const std::vector<index_t>& lengt
 template <class Case, class Backend, class T>
 void check_case(double tol_double) {
     auto& comm = kattn_test::world();
-    const int N = comm.size(), me = comm.rank();
-    typename Case::config cfg;
-    cfg.head_dim = 6;
-    cfg.value_dim = 5;
-    cfg.num_features = Case::identity ? 6 : 12;
-    cfg.seed = 17;
-    Case::configure(cfg);
+    const auto cfg = test_config<Case>(17);
     using op_t = kattn::linear_attention<typename Case::map, typename Case::sampler, Backend, T>;
     const op_t op(cfg);
     kattn::dist::sequence_parallel sp(op, comm);
-    const auto lens = slice_lengths(N, 23);
-    index_t L = 0, off = 0;
-    for (int r = 0; r < N; ++r) {
-        if (r < me) off += lens[std::size_t(r)];
-        L += lens[std::size_t(r)];
-    }
+    const auto [lens, L, off] = split_geometry(comm.size(), comm.rank());
+    const int me = comm.rank(), N = comm.size();
     const std::size_t B = 2, H = 2, Ls = std::size_t(L);
     const auto q = kt::randn<T, 4>({B, H, Ls, 6}, 101, 0.8), k = kt::randn<T, 4>({B, H, Ls, 6}, 102, 0.8),
                v = kt::randn<T, 4>({B, H, Ls, 5}, 103), dout = kt::randn<T, 4>({B, H, Ls, 5}, 104);
@@ -249,22 +265,12 @@ void per_document(const Op& op, bool causal, const std::vector<index_t>& cu, con
 template <class Case, class Backend, class T>
 void check_packed(double tol_double) {
     auto& comm = kattn_test::world();
-    const int N = comm.size(), me = comm.rank();
-    typename Case::config cfg;
-    cfg.head_dim = 6;
-    cfg.value_dim = 5;
-    cfg.num_features = Case::identity ? 6 : 12;
-    cfg.seed = 23;
-    Case::configure(cfg);
+    const auto cfg = test_config<Case>(23);
     using op_t = kattn::linear_attention<typename Case::map, typename Case::sampler, Backend, T>;
     const op_t op(cfg);
     kattn::dist::sequence_parallel sp(op, comm);
-    const auto lens = slice_lengths(N, 23);
-    index_t L = 0, off = 0;
-    for (int r = 0; r < N; ++r) {
-        if (r < me) off += lens[std::size_t(r)];
-        L += lens[std::size_t(r)];
-    }
+    const auto [lens, L, off] = split_geometry(comm.size(), comm.rank());
+    const int me = comm.rank(), N = comm.size();
     const index_t len = lens[std::size_t(me)];
     const std::size_t H = 2, Ls = std::size_t(L);
     const auto q = kt::randn<T, 4>({1, H, Ls, 6}, 201, 0.8), k = kt::randn<T, 4>({1, H, Ls, 6}, 202, 0.8),

@@ -21,32 +21,15 @@
 #include <kattn/nn/trainer.hpp>
 
 #include "gradcheck.hpp"
+#include "synthetic_text.hpp"
 #include "thread_ranks.hpp"
 
 using namespace kattn;
+using kt::rel_diff;
+using kt::text_data;
+using kt::values;
 
 namespace {
-
-/// n sentences over a vocabulary of 20 (ids 1…19), lengths 1…11 (max_length 9: some are
-/// truncated); label 1 when most tokens are ≥ 10.
-nn::dataset text_data(index_t n, std::uint64_t seed) {
-    nn::dataset d;
-    d.name = "synthetic";
-    d.kind = nn::input_kind::tokens;
-    d.num_classes = 2;
-    d.max_length = 9;
-    const random_stream rs(seed, streams::user + 5);
-    std::uint64_t k = 0;
-    for (index_t i = 0; i < n; ++i) {
-        const auto len = 1 + std::size_t(rs.uniform(k++) * 11);
-        std::vector<std::int32_t> t(len);
-        int high = 0;
-        for (auto& v : t) high += (v = 1 + std::int32_t(rs.uniform(k++) * 19)) >= 10;
-        d.texts.push_back(t);
-        d.labels.push_back(2 * high > int(len) ? 1 : 0);
-    }
-    return d;
-}
 
 using model_t = nn::sequence_classifier<nn::token_input<double>, nn::softmax_mha<double>, double>;
 
@@ -78,29 +61,12 @@ struct l2_model {
     }
 };
 
-std::vector<double> values(const nn::parameter_list& ps) {
-    std::vector<double> v;
-    for (const auto& p : ps)
-        for (index_t i = 0; i < p.size(); ++i) v.push_back(p.value_at(i));
-    return v;
-}
 std::vector<double> grads(const nn::parameter_list& ps) {
     std::vector<double> v;
     for (const auto& p : ps)
         for (index_t i = 0; i < p.size(); ++i) v.push_back(p.grad_at(i));
     return v;
 }
-/// max |a − b| / max |b|.
-double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
-    REQUIRE(a.size() == b.size());
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        num = std::max(num, std::abs(a[i] - b[i]));
-        den = std::max(den, std::abs(b[i]));
-    }
-    return num / den;
-}
-
 std::string temp_dir(const std::string& name) {
     const auto d = std::filesystem::temp_directory_path() / ("kattn_test_dp_" + name);
     std::filesystem::remove_all(d);

@@ -58,9 +58,10 @@ constexpr T empty_shift() {
     return -std::numeric_limits<T>::infinity();
 }
 
-/// a ← a ⊕ b for key states of one head (C the larger shift; a first, then b).
-template <class A, class B>
-void merge_key_state(index_t F, index_t dv, A* S, A* z, A& C, const B* Sb, const B* zb, B Cb) {
+/// a ← a ⊕ b for states of one head, rescaled to the common shift: the larger of the two
+/// for key states (`Keys`), the smaller for query states.
+template <bool Keys, class A, class B>
+void merge_state(index_t F, index_t dv, A* S, A* z, A& C, const B* Sb, const B* zb, B Cb) {
     if (Cb == empty_shift<B>()) return;
     if (C == empty_shift<A>()) {
         std::copy(Sb, Sb + F * dv, S);
@@ -68,28 +69,24 @@ void merge_key_state(index_t F, index_t dv, A* S, A* z, A& C, const B* Sb, const
         C = static_cast<A>(Cb);
         return;
     }
-    const A Cn = std::max(C, static_cast<A>(Cb));
-    const A ra = std::exp(C - Cn), rb = std::exp(static_cast<A>(Cb) - Cn);
+    const A Cn = Keys ? std::max(C, static_cast<A>(Cb)) : std::min(C, static_cast<A>(Cb));
+    const A ra = Keys ? std::exp(C - Cn) : std::exp(Cn - C);
+    const A rb = Keys ? std::exp(static_cast<A>(Cb) - Cn) : std::exp(Cn - static_cast<A>(Cb));
     for (index_t i = 0; i < F * dv; ++i) S[i] = ra * S[i] + rb * static_cast<A>(Sb[i]);
     for (index_t i = 0; i < F; ++i) z[i] = ra * z[i] + rb * static_cast<A>(zb[i]);
     C = Cn;
 }
 
+/// a ← a ⊕ b for key states of one head (C the larger shift; a first, then b).
+template <class A, class B>
+void merge_key_state(index_t F, index_t dv, A* S, A* z, A& C, const B* Sb, const B* zb, B Cb) {
+    merge_state<true>(F, dv, S, z, C, Sb, zb, Cb);
+}
+
 /// a ← a ⊕ b for query states of one head (C the smaller reference shift).
 template <class A, class B>
 void merge_query_state(index_t F, index_t dv, A* S, A* z, A& C, const B* Sb, const B* zb, B Cb) {
-    if (Cb == empty_shift<B>()) return;
-    if (C == empty_shift<A>()) {
-        std::copy(Sb, Sb + F * dv, S);
-        std::copy(zb, zb + F, z);
-        C = static_cast<A>(Cb);
-        return;
-    }
-    const A Cn = std::min(C, static_cast<A>(Cb));
-    const A ra = std::exp(Cn - C), rb = std::exp(Cn - static_cast<A>(Cb));
-    for (index_t i = 0; i < F * dv; ++i) S[i] = ra * S[i] + rb * static_cast<A>(Sb[i]);
-    for (index_t i = 0; i < F; ++i) z[i] = ra * z[i] + rb * static_cast<A>(zb[i]);
-    C = Cn;
+    merge_state<false>(F, dv, S, z, C, Sb, zb, Cb);
 }
 
 }  // namespace kattn::detail
