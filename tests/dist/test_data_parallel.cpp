@@ -168,20 +168,6 @@ TEST_CASE("nn data parallel: a last batch smaller than N (empty shards), rank-or
     if (comm.rank() == 0) std::filesystem::remove_all(dir);
 }
 
-namespace {
-/// The model, failing in the forward of step `crash_at` (a simulated crash).
-struct crashing {
-    model_t<double>& m;
-    std::uint64_t crash_at;
-    nn::tensor<double> forward(const nn::batch& b, nn::context& ctx) {
-        if (ctx.training && ctx.step == crash_at) throw std::runtime_error("simulated crash");
-        return m.forward(b, ctx);
-    }
-    void backward(const nn::tensor<double>& d, const nn::context& ctx) { m.backward(d, ctx); }
-    void collect(nn::parameter_list& ps, const std::string& prefix) { m.collect(ps, prefix); }
-};
-}  // namespace
-
 TEST_CASE("nn data parallel: resume after a crash equals the uninterrupted run; rank 0 writes the state") {
     auto& comm = kattn_test::world();
     const int N = comm.size();
@@ -196,7 +182,7 @@ TEST_CASE("nn data parallel: resume after a crash equals the uninterrupted run; 
 
     cfg.state_checkpoint = own(dir, "state");
     model_t<double> m1 = make_model<double>();
-    crashing crash{m1, 25};  // a full batch in epoch 3: every rank fails before the all-reduce
+    kt::crashing<model_t<double>> crash{m1, 25};  // a full batch in epoch 3: every rank fails before the all-reduce
     nn::trainer first(crash, cfg, comm);
     bool crashed = false;
     try {

@@ -126,6 +126,19 @@ double worst(const xt::xtensor<TA, 4>& out_a, const GA& ga, bool a_whole, const 
     return w;
 }
 
+/// float: splitting adds no more than float rounding — the split result's error against
+/// the exact (double) values is within f× the single-process float result's, f = 4 for
+/// positive maps and 10 for signed ones (trig cancels in the denominator: its float error
+/// is amplified row by row, so two summation orders differ more; measured ≤ 7×). Returns f.
+template <class Map>
+double check_as_accurate(double e_split, double e_single) {
+    const double f = kattn::feature_map_traits<Map>::is_positive ? 4 : 10;
+    CAPTURE(e_single);
+    CAPTURE(e_split);
+    CHECK(e_split <= f * e_single + 1e-6);
+    return f;
+}
+
 /// The exact result: the reference backend in double on the whole sequence.
 template <class Op, class T>
 void exact_result(const Op& ex, const mode& m, const std::vector<index_t>& lengths, const xt::xtensor<T, 4>& qf,
@@ -178,19 +191,12 @@ void check_case(double tol_double) {
         } else if constexpr (std::is_same_v<T, double>) {
             CHECK(split <= tol_double);
         } else {
-            // float: splitting adds no more than float rounding — the split result is about
-            // as close to the exact (double) values as the single-process float result.
+            // float: as accurate as the single process (check_as_accurate)
             xt::xtensor<double, 4> oe;
             typename exact_t::template gradients<4> ge;
             exact_result(exact, m, lengths, q, k, v, dout, oe, ge);
             const double e_single = worst(of, gf, true, oe, ge, off, len);
-            const double e_split = worst(opart, gp, false, oe, ge, off, len);
-            // Signed maps (trig) cancel in the denominator: their float rounding error is
-            // amplified row by row, so two summation orders differ more (measured ≤ 7×).
-            const double f = kattn::feature_map_traits<typename Case::map>::is_positive ? 4 : 10;
-            CAPTURE(e_single);
-            CAPTURE(e_split);
-            CHECK(e_split <= f * e_single + 1e-6);
+            const double f = check_as_accurate<typename Case::map>(worst(opart, gp, false, oe, ge, off, len), e_single);
             CHECK(split <= 2 * f * e_single + 1e-6);
         }
     }
@@ -299,12 +305,8 @@ void check_packed(double tol_double) {
             xt::xtensor<double, 4> oe;
             typename exact_t::template gradients<4> ge;
             per_document(exact, causal, cu, dbl(q), dbl(k), dbl(v), dbl(dout), oe, ge);
-            const double e_single = worst(of, gf, true, oe, ge, off, len);
-            const double e_split = worst(opart, gp, false, oe, ge, off, len);
-            const double f = kattn::feature_map_traits<typename Case::map>::is_positive ? 4 : 10;
-            CAPTURE(e_single);
-            CAPTURE(e_split);
-            CHECK(e_split <= f * e_single + 1e-6);
+            check_as_accurate<typename Case::map>(worst(opart, gp, false, oe, ge, off, len),
+                                                  worst(of, gf, true, oe, ge, off, len));
         }
     }
 }

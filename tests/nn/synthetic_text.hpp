@@ -7,11 +7,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <kattn/core/random.hpp>
 #include <kattn/nn/data/dataset.hpp>
 #include <kattn/nn/parameter.hpp>
+#include <kattn/nn/tensor.hpp>
 
 namespace kt {
 
@@ -54,5 +57,22 @@ inline double rel_diff(const std::vector<double>& a, const std::vector<double>& 
     }
     return num / den;
 }
+
+/// A model that fails in the training forward of step `crash_at` (a simulated crash).
+template <class Model>
+struct crashing {
+    Model& m;
+    std::uint64_t crash_at;
+    template <class Batch>
+    auto forward(const Batch& b, kattn::nn::context& ctx) {
+        if (ctx.training && ctx.step == crash_at) throw std::runtime_error("simulated crash");
+        return m.forward(b, ctx);
+    }
+    template <class Grad>
+    void backward(const Grad& d, const kattn::nn::context& ctx) {
+        m.backward(d, ctx);
+    }
+    void collect(kattn::nn::parameter_list& ps, const std::string& prefix) { m.collect(ps, prefix); }
+};
 
 }  // namespace kt

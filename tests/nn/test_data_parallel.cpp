@@ -333,20 +333,6 @@ TEST_CASE("nn::trainer on 3 simulated ranks equals one process with the global b
     std::filesystem::remove_all(dir);
 }
 
-namespace {
-/// The model, failing in the forward of step `crash_at` (a simulated crash).
-struct crashing {
-    model_t& m;
-    std::uint64_t crash_at;
-    nn::tensor<double> forward(const nn::batch& b, nn::context& ctx) {
-        if (ctx.training && ctx.step == crash_at) throw std::runtime_error("simulated crash");
-        return m.forward(b, ctx);
-    }
-    void backward(const nn::tensor<double>& d, const nn::context& ctx) { m.backward(d, ctx); }
-    void collect(nn::parameter_list& ps, const std::string& prefix) { m.collect(ps, prefix); }
-};
-}  // namespace
-
 TEST_CASE("nn::trainer::resume after a crash gives the uninterrupted result") {
     const nn::dataset train = text_data(40, 3), dev = text_data(15, 4);
     const std::string dir = temp_dir("resume");
@@ -366,7 +352,7 @@ TEST_CASE("nn::trainer::resume after a crash gives the uninterrupted result") {
             c.batch_size = cfg.batch_size / ranks;
             c.state_checkpoint = dir + "/state_" + std::to_string(comm.rank()) + ".npz";
             model_t m = make_model();
-            crashing crash{m, 17};  // in epoch 3: the state of epoch 2 is on disk
+            kt::crashing<model_t> crash{m, 17};  // in epoch 3: the state of epoch 2 is on disk
             nn::trainer first(crash, c, comm);
             bool crashed = false;
             try {
