@@ -150,3 +150,53 @@ TEST_CASE("nn::checkpoint: duplicate names and clashing metadata keys are reject
                          kattn::error);
     CHECK_FALSE(std::filesystem::exists(path));
 }
+
+TEST_CASE("nn::checkpoint: NaN, ±Inf and values beyond float's range are rejected, the views untouched") {
+    const std::string path = temp_path("nonfinite");
+    const double huge = 1e39;  // finite in double, overflows a float view
+    for (const double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                             -std::numeric_limits<double>::infinity(), huge}) {
+        CAPTURE(bad);
+        kattn::detail::write_npz(path, {{"enc.w", {3, 5}, std::vector<double>(15, 0.5)},
+                                        {"enc.b", {5}, {1, 2, bad, 4, 5}},
+                                        {"flow.s", {2, 2, 4}, std::vector<double>(16, 0.25)}});
+        model m;
+        m.randomise(9);
+        const std::vector<float> before = m.b.value;
+        auto vs = m.views();
+        const std::string e = error_of([&] { nn::load_checkpoint(path, vs); });
+        CHECK(has(e, "enc.b"));
+        CHECK(has(e, path));
+        CHECK(has(e, "flat index 2"));
+        CHECK(m.b.value == before);
+    }
+    // a double view accepts 1e39 but not a NaN
+    kattn::detail::write_npz(path, {{"flow.s", {2, 2, 4}, std::vector<double>(16, 1e39)}});
+    nn::parameter<double> flow({2, 2, 4});
+    nn::parameter_list only = {nn::view("flow.s", flow)};
+    CHECK(error_of([&] { nn::load_checkpoint(path, only); }).empty());
+    CHECK(flow.value[3] == 1e39);
+    std::vector<double> with_nan(16, 0.0);
+    with_nan[7] = std::numeric_limits<double>::quiet_NaN();
+    kattn::detail::write_npz(path, {{"flow.s", {2, 2, 4}, with_nan}});
+    CHECK(has(error_of([&] { nn::load_checkpoint(path, only); }), "flat index 7"));
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("nn::checkpoint: a failed save keeps the previous checkpoint; a directory as path is a kattn::error") {
+    const std::string path = temp_path("keep");
+    model a;
+    a.randomise(5);
+    nn::save_checkpoint(path, a.views());
+    const std::string before = file_bytes(path);
+    model b;
+    b.randomise(6);
+    // the metadata key clashes with a parameter: the save fails, the old file stays
+    CHECK_THROWS_AS(nn::save_checkpoint(path, b.views(), {{"enc.w", {1}}}), kattn::error);
+    CHECK(file_bytes(path) == before);
+    const auto dir = std::filesystem::temp_directory_path().string();
+    auto vs = a.views();
+    CHECK(has(error_of([&] { nn::load_checkpoint(dir, vs); }), "a directory"));
+    CHECK(has(error_of([&] { nn::save_checkpoint(dir, a.views()); }), "a directory"));
+    std::filesystem::remove(path);
+}

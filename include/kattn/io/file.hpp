@@ -39,7 +39,7 @@ inline std::string read_file(const std::string& path, std::string_view argument,
     auto bad = [&](const std::string& why) { fail(argument, what, "'" + path + "' (" + why + ")"); };
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
-    if (ec || !std::filesystem::exists(status)) bad("no such file");
+    if (ec || !std::filesystem::exists(status)) bad("cannot open: no such file");
     if (std::filesystem::is_directory(status)) bad("a directory, not a file");
     if (!std::filesystem::is_regular_file(status)) bad("not a regular file");
     const std::uintmax_t size = std::filesystem::file_size(path, ec);
@@ -54,8 +54,7 @@ inline std::string read_file(const std::string& path, std::string_view argument,
 }
 
 /// Durably replaces the file at `path` by `bytes` (see above).
-inline void write_file_atomically(const std::string& path, std::string_view bytes,
-                                  std::string_view argument = "path") {
+inline void write_file_atomically(const std::string& path, std::string_view bytes, std::string_view argument = "path") {
     namespace fs = std::filesystem;
     auto bad = [&](const std::string& why) {
         fail(argument, "a writable file location", "'" + path + "' (" + why + ")");
@@ -102,7 +101,8 @@ inline void write_file_atomically(const std::string& path, std::string_view byte
         const int r = ::fsync(dfd);
         const int err = errno;
         ::close(dfd);
-        if (r != 0 && err != EINVAL && err != ENOTSUP) bad(std::string("directory fsync failed: ") + std::strerror(err));
+        if (r != 0 && err != EINVAL && err != ENOTSUP)
+            bad(std::string("directory fsync failed: ") + std::strerror(err));
     }
 }
 

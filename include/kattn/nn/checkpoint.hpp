@@ -4,26 +4,26 @@
 //       view's name ("model.encoder.0.ffn.fc1.weight") with the view's shape, plus one 1-D float64 array per
 //       metadata entry (e.g. "meta.step" → {1200}). Float views are widened to float64;
 //       float → double → float is exact, so a round trip is bit-exact for float and double.
-//       The archive is written to "<path>.tmp" and renamed onto `path`, so an interrupted
-//       save never leaves a half-written checkpoint behind. Output is byte-deterministic.
+//       The archive is written to a unique temporary in the same directory, fsynced and
+//       renamed onto `path` (io/file.hpp), so a failed or interrupted save leaves the previous
+//       checkpoint intact and concurrent savers never share a temporary. Output is byte-deterministic.
 //       np.load(path) reads it: {name: array}.
 //   load_checkpoint(path, ps) → metadata  fills every view of ps from the array of the same
 //       name; every other array of the file is returned as metadata (flattened, C order).
 //       All arrays are read and checked before any view is written: on error ps is untouched.
 // Errors (kattn::error naming the path and the array): unreadable or malformed file, a
-// parameter missing from the file, a shape that differs, duplicate or empty names, a
-// metadata key equal to a parameter name. Reading uses io/npz.hpp, which
-// accepts np.savez output (zip64 records included) and rejects np.savez_compressed.
+// parameter missing from the file, a shape that differs, a parameter value that is NaN, ±Inf
+// or (for a float view) outside float's range, duplicate or empty names, a metadata key
+// equal to a parameter name. Metadata values are returned as stored (NaN included). Reading
+// uses io/npz.hpp, which checks the whole archive, accepts np.savez output (zip64 records
+// included) and rejects np.savez_compressed.
 #pragma once
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "../io/npz.hpp"
@@ -52,73 +52,16 @@ inline void check_checkpoint_views(const std::string& path, const parameter_list
     }
 }
 
-/// Names (without ".npy") and shapes of the members of an .npz already validated by
-/// npz_reader (which checks the directory); reads the shape from each .npy header.
-inline std::vector<std::pair<std::string, std::vector<std::size_t>>> npz_members(const std::string& path) {
-    std::ifstream is(path, std::ios::binary);
-    const std::string b((std::istreambuf_iterator<char>(is)), std::istreambuf_iterator<char>());
-    auto bad = [&](const std::string& what) { npz_fail(path, "a readable .npz archive", what); };
-    if (b.size() < 22) bad("too short");
-    std::size_t eocd = std::string::npos;
-    const std::size_t lowest = b.size() > 22 + 65535 ? b.size() - 22 - 65535 : 0;
-    for (std::size_t p = b.size() - 22 + 1; p-- > lowest;)
-        if (get_le(b, p, 4) == 0x06054b50u) {
-            eocd = p;
-            break;
-        }
-    if (eocd == std::string::npos) bad("no end-of-central-directory record");
-    std::uint64_t count = get_le(b, eocd + 10, 2), cd = get_le(b, eocd + 16, 4);
-    if ((count == 0xFFFFu || cd == 0xFFFFFFFFu) && eocd >= 20 && get_le(b, eocd - 20, 4) == 0x07064b50u) {
-        const std::uint64_t z = get_le(b, eocd - 20 + 8, 8);
-        if (z + 56 > b.size()) bad("a corrupt zip64 directory");
-        count = get_le(b, z + 32, 8);
-        cd = get_le(b, z + 48, 8);
-    }
-    std::vector<std::pair<std::string, std::vector<std::size_t>>> out;
-    for (std::uint64_t k = 0, p = cd; k < count; ++k) {
-        if (p + 46 > b.size()) bad("a corrupt central directory");
-        const std::uint64_t nlen = get_le(b, p + 28, 2), elen = get_le(b, p + 30, 2), clen = get_le(b, p + 32, 2);
-        if (p + 46 + nlen + elen + clen > b.size()) bad("a corrupt central directory");
-        std::uint64_t offset = get_le(b, p + 42, 4);
-        const std::uint64_t usize = get_le(b, p + 24, 4), csize = get_le(b, p + 20, 4);
-        for (std::uint64_t e = p + 46 + nlen; e + 4 <= p + 46 + nlen + elen;) {  // zip64 extra
-            const std::uint64_t id = get_le(b, e, 2), len = get_le(b, e + 2, 2);
-            if (id == 0x0001) {
-                const std::uint64_t skip = 8 * ((usize == 0xFFFFFFFFu) + (csize == 0xFFFFFFFFu));
-                if (offset == 0xFFFFFFFFu && e + 4 + skip + 8 <= e + 4 + len) offset = get_le(b, e + 4 + skip, 8);
-            }
-            e += 4 + len;
-        }
-        std::string name = b.substr(p + 46, nlen);
-        p += 46 + nlen + elen + clen;
-        if (name.size() < 4 || name.compare(name.size() - 4, 4, ".npy") != 0) continue;
-        name.resize(name.size() - 4);
-        // .npy header: "\x93NUMPY", major, minor, header length (2 bytes v1, 4 bytes v2+), dict
-        if (offset + 30 > b.size()) bad("a corrupt local header of '" + name + "'");
-        const std::uint64_t d = offset + 30 + get_le(b, offset + 26, 2) + get_le(b, offset + 28, 2);
-        if (d + 12 > b.size() || b.compare(d, 6, "\x93NUMPY") != 0) bad("a member '" + name + "' without .npy magic");
-        const bool v1 = static_cast<unsigned char>(b[d + 6]) == 1;
-        const std::uint64_t hlen = get_le(b, d + 8, v1 ? 2 : 4), h0 = d + (v1 ? 10 : 12);
-        if (h0 + hlen > b.size()) bad("a truncated .npy header in '" + name + "'");
-        const std::string header = b.substr(h0, hlen);
-        const std::size_t s = header.find("'shape'"), open = header.find('(', s), close = header.find(')', open);
-        if (s == std::string::npos || open == std::string::npos || close == std::string::npos)
-            bad("a .npy header without a shape in '" + name + "'");
-        std::vector<std::size_t> shape;
-        for (std::size_t q = open + 1; q < close;) {
-            if (header[q] >= '0' && header[q] <= '9') {
-                std::size_t v = 0;
-                while (q < close && header[q] >= '0' && header[q] <= '9') v = 10 * v + std::size_t(header[q++] - '0');
-                shape.push_back(v);
-            } else if (header[q] == ',' || header[q] == ' ' || header[q] == 'L') {
-                ++q;
-            } else {
-                bad("an unreadable .npy shape in '" + name + "'");
-            }
-        }
-        out.emplace_back(std::move(name), std::move(shape));
-    }
-    return out;
+/// Throws unless every value read for view p is finite and, for a float view, within
+/// float's range (a checkpoint holds float64 arrays; a float view narrows them).
+inline void check_checkpoint_values(const std::string& path, const parameter_view& p, const std::vector<double>& v) {
+    const double limit = p.is_double() ? std::numeric_limits<double>::max() : double(std::numeric_limits<float>::max());
+    for (std::size_t i = 0; i < v.size(); ++i)
+        if (!(std::abs(v[i]) <= limit))
+            fail("path",
+                 std::string("finite values") + (p.is_double() ? "" : " within float's range (|x| <= 3.4028235e38)") +
+                     " for parameter '" + p.name + "'",
+                 "'" + path + "' holding " + to_text(v[i]) + " at flat index " + std::to_string(i));
 }
 
 }  // namespace detail
@@ -142,14 +85,7 @@ inline void save_checkpoint(const std::string& path, const parameter_list& ps,
                         "keys distinct from the parameter names (checkpoint '" + path + "')", "'" + key + "'");
         arrays.push_back({key, {values.size()}, values});
     }
-    const std::string tmp = path + ".tmp";
-    kattn::detail::write_npz(tmp, arrays);
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::filesystem::remove(tmp, ec);
-        detail::fail("path", "a writable checkpoint location", "'" + path + "' (rename failed)");
-    }
+    kattn::detail::write_npz(path, arrays);  // atomic and durable (io/file.hpp)
 }
 
 /// Fills every view of ps from the checkpoint at `path`; returns the other arrays.
@@ -165,10 +101,11 @@ inline checkpoint_metadata load_checkpoint(const std::string& path, parameter_li
                          "a checkpoint holding parameter '" + p.name + "' of shape " + detail::shape_text(p.shape),
                          "'" + path + "' (missing)");
         values.push_back(reader.array(p.name, p.shape));  // throws naming path, array and shapes
+        detail::check_checkpoint_values(path, p, values.back());
         names.insert(p.name);
     }
     checkpoint_metadata metadata;
-    for (const auto& [name, shape] : detail::npz_members(path))
+    for (const auto& [name, shape] : reader.members())
         if (!names.count(name)) metadata[name] = reader.array(name, shape);
     for (std::size_t k = 0; k < ps.size(); ++k)
         for (index_t i = 0; i < ps[k].size(); ++i) ps[k].set_value(i, values[k][std::size_t(i)]);
