@@ -7,6 +7,13 @@
 // which defaults to d^{-1/4} for this map). The stabiliser c cancels in the attention
 // ratio: queries use their own row maximum, keys a running maximum over the keys seen
 // so far (causal-safe: a large future key never changes earlier outputs).
+//
+// Large norms: ‖x‖²/2 can be far larger than every u_l (entries of x ~ 1e5 give ~1e10),
+// so c and ‖x‖²/2 are huge and nearly equal. The exponent is therefore never formed as
+// u_l + (−‖x‖²/2 − c) (that difference cancels to a garbage row constant in float and
+// overflows exp); it is (u_l − max u) + (e − c) with e = max u − ‖x‖²/2 computed exactly
+// as in row_shift, so a row's own shift gives exponents ≤ 0 exactly, and a common
+// shift c ≥ e (the running key maximum) only rescales the row by e^{e − c} ≤ 1.
 // Default sampler: orthogonal_gaussian.
 #pragma once
 
@@ -25,22 +32,31 @@ struct favor : map_base {
     static constexpr bool softmax_scaling = true;  // default input scale d^{-1/4}
     using default_sampler = samplers::orthogonal_gaussian;
 
+    /// Row exponent maximum e = max_l u_l − ‖x‖²/2 given max_l u_l (one expression, shared
+    /// by row_shift and activate so that the two round identically).
+    template <class Ops, class T>
+    KATTN_HD static T exponent_max(index_t d, const T* x, T umax) {
+        return umax - T(0.5) * Ops::dot(d, x, x);
+    }
+
     /// Row exponent maximum: c = max_l u_l − ‖x‖²/2.
     template <class Ops, class T>
     KATTN_HD static T row_shift(const params&, index_t d, index_t m, const T* x, const T* u, const T*) {
-        return Ops::max(m, u) - T(0.5) * Ops::dot(d, x, x);
+        return exponent_max<Ops>(d, x, Ops::max(m, u));
     }
 
+    /// φ_l = m^{-1/2} exp((u_l − max u) + (e − shift)): no cancellation of ‖x‖²/2 (header).
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
                                   T* phi) {
-        const T a = -T(0.5) * Ops::dot(d, x, x) - shift;
+        const T umax = Ops::max(m, u);
+        const T a = exponent_max<Ops>(d, x, umax) - shift;
         const T c = T(1) / std::sqrt(T(m));
         Ops::transform(
             m, phi,
-            [a, c](auto ui) {
+            [a, c, umax](auto ui) {
                 using V = decltype(ui);
-                return V(c) * math::exp(ui + V(a));
+                return V(c) * math::exp((ui - V(umax)) + V(a));
             },
             u);
     }

@@ -3,7 +3,9 @@
 //   φ(x) = (2m)^{-1/2} · exp(−‖x‖²/2 − c) · [exp(u) ; exp(−u)],   dim φ = 2m
 //
 // Also unbiased for exp(xᵀy), with lower variance than `favor` for the same m when
-// |xᵀy| is large. Stabiliser c as for favor (row max of |u| − ‖x‖²/2).
+// |xᵀy| is large. Stabiliser c as for favor (row max of |u| − ‖x‖²/2), and like favor
+// the exponents are formed as (±u_l − max|u|) + (e − c), e = max|u| − ‖x‖²/2, so that
+// ‖x‖²/2 never cancels against c (finite results at large input norms).
 #pragma once
 
 #include "../core/math.hpp"
@@ -23,30 +25,36 @@ struct favor_hyperbolic : map_base {
 
     KATTN_HD static constexpr index_t feature_dim(index_t m) { return 2 * m; }
 
-    template <class Ops, class T>
-    KATTN_HD static T row_shift(const params&, index_t d, index_t m, const T* x, const T* u, const T*) {
+    template <class T>
+    KATTN_HD static T abs_max(index_t m, const T* u) {
         T mx = std::abs(u[0]);
         for (index_t l = 1; l < m; ++l) mx = std::abs(u[l]) > mx ? std::abs(u[l]) : mx;
-        return mx - T(0.5) * Ops::dot(d, x, x);
+        return mx;
+    }
+
+    template <class Ops, class T>
+    KATTN_HD static T row_shift(const params&, index_t d, index_t m, const T* x, const T* u, const T*) {
+        return abs_max(m, u) - T(0.5) * Ops::dot(d, x, x);
     }
 
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
                                   T* phi) {
-        const T a = -T(0.5) * Ops::dot(d, x, x) - shift;
+        const T mx = abs_max(m, u);
+        const T a = (mx - T(0.5) * Ops::dot(d, x, x)) - shift;  // rounds as row_shift does
         const T c = T(1) / std::sqrt(T(2 * m));
         Ops::transform(
             m, phi,
-            [a, c](auto ui) {
+            [a, c, mx](auto ui) {
                 using V = decltype(ui);
-                return V(c) * math::exp(ui + V(a));
+                return V(c) * math::exp((ui - V(mx)) + V(a));
             },
             u);
         Ops::transform(
             m, phi + m,
-            [a, c](auto ui) {
+            [a, c, mx](auto ui) {
                 using V = decltype(ui);
-                return V(c) * math::exp(V(a) - ui);
+                return V(c) * math::exp((-ui - V(mx)) + V(a));
             },
             u);
     }
