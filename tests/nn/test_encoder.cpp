@@ -299,3 +299,31 @@ TEST_CASE("nn::trainer: length bucketing visits every item once per epoch and cu
     CHECK(sorted(bucketed.seen_lengths) == sorted(all));  // every item exactly once (by length multiset)
     CHECK(bucketed.pad_tokens * 3 < plain.pad_tokens);
 }
+
+TEST_CASE("nn::trainer: a diverging run says so, with the step and what to try (not a bad 'q' or 'lr')") {
+    const auto train = token_task(256, 5);
+    for (const double lr : {1e6, 1e12}) {
+        CAPTURE(lr);
+        using perf = nn::sequence_classifier<nn::token_input<float>, nn::performer<float>, float>;
+        perf model(
+            {.encoder = {.dim = 16, .layers = 1, .ffn_hidden = 32, .dropout = 0.0, .seed = 2}, .classes = 2, .seed = 2},
+            nn::token_input<float>({.vocab = 12, .dim = 16, .max_length = 16, .seed = 2}),
+            [](index_t) { return nn::performer<float>({.dim = 16, .heads = 2, .num_features = 32, .seed = 5}); });
+        nn::trainer tr(model, {.epochs = 50, .batch_size = 16, .lr = lr, .seed = 3, .progress = false});
+        std::string what;
+        std::int64_t step = -1;
+        try {
+            tr.fit(train);
+        } catch (const nn::training_diverged& e) {
+            what = e.what();
+            step = e.step();
+            CHECK(e.lr() > 0);
+            CHECK(e.epoch() >= 1);
+        }
+        INFO(what);
+        CHECK(step >= 1);
+        CHECK(what.find("training diverged at step " + std::to_string(step)) != std::string::npos);
+        CHECK(what.find("lower learning rate") != std::string::npos);
+        CHECK(what.find("argument 'lr'") == std::string::npos);
+    }
+}

@@ -47,6 +47,7 @@
 #include "checkpoint.hpp"
 #include "data/dataset.hpp"
 #include "data_parallel.hpp"
+#include "divergence.hpp"
 #include "loss.hpp"
 #include "metrics.hpp"
 #include "optimizer.hpp"
@@ -172,6 +173,7 @@ public:
             first = restore_state(*resume_, G, order, res, best, since_best, opt);
             resume_.reset();
         }
+        const std::int64_t first_step = step_;  // errors at a run's first step are not divergence
         for (index_t e = first; e < cfg_.epochs; ++e) {
             if (e == first && e > 0 && stop(res, since_best)) {  // the saved run had stopped
                 res.stopped_early = true;
@@ -199,16 +201,25 @@ public:
                     ctx.training = true;
                     ctx.step = std::uint64_t(step_);
                     ctx.batch_offset = mine.begin;
-                    const auto logits = model_.forward(b, ctx);
-                    const auto ce = cross_entropy(logits, b.labels, cfg_.label_smoothing);
-                    zero_grad(params_);
-                    model_.backward(ce.dlogits, ctx);
-                    if constexpr (requires { model_.regularization(ctx); }) sums[3] = model_.regularization(ctx);
-                    sums[0] = ce.loss * double(b.size);
-                    const auto pred = predictions(ce.probs);
-                    index_t hits = 0;
-                    for (index_t r = 0; r < b.size; ++r) hits += pred[std::size_t(r)] == b.labels[std::size_t(r)];
-                    sums[1] = double(hits);
+                    try {
+                        const auto logits = model_.forward(b, ctx);
+                        const auto ce = cross_entropy(logits, b.labels, cfg_.label_smoothing);
+                        zero_grad(params_);
+                        model_.backward(ce.dlogits, ctx);
+                        if constexpr (requires { model_.regularization(ctx); }) sums[3] = model_.regularization(ctx);
+                        sums[0] = ce.loss * double(b.size);
+                        const auto pred = predictions(ce.probs);
+                        index_t hits = 0;
+                        for (index_t r = 0; r < b.size; ++r) hits += pred[std::size_t(r)] == b.labels[std::size_t(r)];
+                        sums[1] = double(hits);
+                    } catch (const kattn::error& err) {
+                        // After a good step, a non-finite value inside the model is divergence.
+                        if (step_ > first_step && (detail::is_non_finite_error(err) || !detail::all_finite(params_)))
+                            throw training_diverged(
+                                step_, e + 1, sched.lr(step_),
+                                std::string("a value inside the model became non-finite (") + err.what() + ")");
+                        throw;
+                    }
                     sums[2] = b.kind == input_kind::tokens
                                   ? double(std::accumulate(b.lengths.begin(), b.lengths.end(), index_t(0)))
                                   : double(ctx.rows());
@@ -219,6 +230,11 @@ public:
                     sums[3] *= double(mine.size()) / double(nb);  // Σ_r weight_r = 1
                     reducer_.reduce_mean(comm_, params_, mine.size(), nb, sums);
                 }
+                // Checked after the reduction, so every rank decides alike, and before the step.
+                if (!std::isfinite(sums[0]) || !std::isfinite(sums[3]))
+                    throw training_diverged(step_, e + 1, sched.lr(step_), "the training loss became non-finite");
+                if (!std::isfinite(grad_norm(params_)))
+                    throw training_diverged(step_, e + 1, sched.lr(step_), "the gradient became non-finite");
                 if (cfg_.clip > 0) clip_grad_norm(params_, cfg_.clip);
                 rec.lr = sched.lr(step_);
                 opt.set_lr(rec.lr);
@@ -243,9 +259,6 @@ public:
             rec.train_accuracy = double(correct) / double(n);
             rec.regularization = reg_sum / double(per_epoch);
             rec.tokens_per_second = tokens / std::max(rec.seconds, 1e-9);
-            if (!std::isfinite(rec.train_loss))
-                detail::fail("lr", "a learning rate at which training stays finite",
-                             "a non-finite training loss in epoch " + std::to_string(e + 1));
             bool improved = dev == nullptr;
             if (dev) {
                 const auto ev = evaluate(*dev);
