@@ -153,10 +153,10 @@ TEST_CASE("nn::read_idx_images: errors name the path and what was expected") {
         std::string e = error_text([&] { nn::read_idx_images(lp); });
         CHECK(contains(e, "argument 'path'"));
         CHECK(contains(e, "magic 2051"));
-        CHECK(contains(e, "'" + lp + "' (magic 2049)"));
+        CHECK(contains(e, "'" + lp + "' (magic 2049: dtype 0x08 (unsigned byte), rank 1)"));
         e = error_text([&] { nn::read_idx_labels(ip); });
         CHECK(contains(e, "magic 2049"));
-        CHECK(contains(e, "'" + ip + "' (magic 2051)"));
+        CHECK(contains(e, "'" + ip + "' (magic 2051: dtype 0x08 (unsigned byte), rank 3)"));
         // truncated pixel data (one byte short) and truncated header
         const std::string tp = tmp.file("trunc");
         write_bytes(tp, std::vector<unsigned char>(img.begin(), img.end() - 1), gz);
@@ -168,11 +168,15 @@ TEST_CASE("nn::read_idx_images: errors name the path and what was expected") {
         e = error_text([&] { nn::read_idx_images(tp); });
         CHECK(contains(e, tp));
         CHECK(contains(e, "truncated"));
-        // a header announcing far more images than present: truncated, not bad_alloc
+        // a header announcing far more images than present: truncated, not bad_alloc; beyond
+        // the 2 GiB bound: rejected before reading the data
         auto huge = img;
-        huge[4] = 0x7f;
+        huge[5] = 0x10;
         write_bytes(tp, huge, gz);
         CHECK(contains(error_text([&] { nn::read_idx_images(tp); }), "truncated"));
+        huge[4] = 0x7f;
+        write_bytes(tp, huge, gz);
+        CHECK(contains(error_text([&] { nn::read_idx_images(tp); }), "above the limit"));
         // trailing bytes after the data
         auto longer = img;
         longer.push_back(0);

@@ -8,7 +8,8 @@
 // Pixels p ∈ {0..255} become floats x = p/255, and with normalize = true
 //   x = (p/255 − 0.2860) / 0.3530        (the training set's pixel mean and standard deviation).
 // limit_train / limit_test > 0 keep the first N images of the file order (N larger than the
-// file keeps all); 0 keeps all. A missing file is an error naming its full expected path.
+// file keeps all); 0 keeps all. A missing file, or a directory in its place, is an error
+// naming its full expected path; read_idx_images / read_idx_labels check the files.
 #pragma once
 
 #include <array>
@@ -44,11 +45,14 @@ namespace detail {
 inline std::string fashion_mnist_file(const std::string& directory, std::string_view name) {
     const std::string path = (std::filesystem::path(directory) / name).string();
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
+    const auto status = std::filesystem::status(path, ec);
+    if (!std::filesystem::is_regular_file(status))
         fail("directory",
              "the Fashion-MNIST file '" + path +
                  "' (install the Debian package dataset-fashion-mnist, or set fashion_mnist_options::directory)",
-             "no such file");
+             std::filesystem::is_directory(status)
+                 ? "a directory, not a file"
+                 : (std::filesystem::exists(status) ? "not a regular file" : "no such file"));
     return path;
 }
 

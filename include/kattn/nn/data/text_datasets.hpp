@@ -17,7 +17,9 @@
 //   consecutive pieces of the shuffled order form train, dev, test; each keeps the shuffled
 //   order. For n = 10,662: 8,529 / 1,066 / 1,067. Report the seed (default 42) with results.
 // limit_train > 0 keeps the first N training items (of the file order for SST-2, of the
-// shuffled order for Rotten Tomatoes); dev and test are never limited.
+// shuffled order for Rotten Tomatoes); dev and test are never limited. Each file is read
+// whole, at most max_file_bytes (default text_max_bytes = 256 MiB); a missing file, a
+// directory in its place or a larger file is a kattn::error naming the path.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +40,8 @@ struct text_options {
     index_t min_freq = 1;     ///< words seen fewer times in train are "<unk>"
     index_t max_vocab = 0;    ///< cap on the vocabulary size, specials included (0 = none)
     bool lowercase = true;
-    index_t limit_train = 0;  ///< keep the first N training items (0 = all)
+    index_t limit_train = 0;                        ///< keep the first N training items (0 = all)
+    std::uint64_t max_file_bytes = text_max_bytes;  ///< bound on each file's size (a larger file is an error)
 };
 
 /// Train/dev/test token datasets and the training vocabulary.
@@ -52,8 +55,12 @@ namespace detail {
 inline std::string text_data_file(const std::string& directory, std::string_view name, std::string_view what) {
     const std::string path = (std::filesystem::path(directory) / name).string();
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec))
-        fail("directory", "the " + std::string(what) + " file '" + path + "'", "no such file");
+    const auto status = std::filesystem::status(path, ec);
+    if (!std::filesystem::is_regular_file(status))
+        fail("directory", "the " + std::string(what) + " file '" + path + "'",
+             std::filesystem::is_directory(status)
+                 ? "a directory, not a file"
+                 : (std::filesystem::exists(status) ? "not a regular file" : "no such file"));
     return path;
 }
 
@@ -103,7 +110,7 @@ inline text_splits load_sst2(const std::string& directory = "data/text/sst2", co
     const char* names[3] = {"train.tsv", "dev.tsv", "test.tsv"};
     for (int k = 0; k < 3; ++k) {
         const std::string path = detail::text_data_file(directory, names[k], "SST-2");
-        parts[k] = read_tsv(path);
+        parts[k] = read_tsv(path, options.max_file_bytes);
         for (std::size_t i = 0; i < parts[k].labels.size(); ++i)
             if (parts[k].labels[i] > 1)
                 detail::fail(
@@ -135,7 +142,7 @@ inline text_splits load_rotten_tomatoes(const std::string& directory = "data/tex
     for (int label : {1, 0}) {
         const std::string path =
             detail::text_data_file(directory, label == 1 ? "rt-polarity.pos" : "rt-polarity.neg", "Rotten Tomatoes");
-        for (std::string& s : read_lines(path)) {
+        for (std::string& s : read_lines(path, options.max_file_bytes)) {
             all.sentences.push_back(std::move(s));
             all.labels.push_back(label);
         }
