@@ -3,6 +3,8 @@
 // running-state drift of the simd backend.
 #include "../support.hpp"
 
+#include <kattn/attention/detail/extents.hpp>
+
 #include <limits>
 
 namespace {
@@ -98,5 +100,133 @@ TEST_CASE("favor_hyperbolic (simd, float) stays finite at large input norms") {
         CHECK(count_nan(o.out) == 0);
         CHECK(count_nan(o.dq) + count_nan(o.dk) + count_nan(o.dv) == 0);
         CHECK(kt::rel_err(o.out, o.rout) < 1e-5);
+    }
+}
+
+// ---- 2. step(): every field of the decoding state is validated ------------------------------
+
+namespace {
+
+std::string arg(const std::string& name) { return "argument '" + name + "'"; }
+
+template <std::size_t R>
+xt::xtensor<double, R> tok(const std::array<std::size_t, R>& s, std::uint64_t seed = 1) {
+    return kt::randn<double, R>(s, seed, 0.5);
+}
+
+using favor_ref = op<features::favor, double, backends::reference>;
+using favor_simd = op<features::favor, float, backends::simd>;
+
+const attention_config<> small_cfg{.head_dim = 4, .value_dim = 3, .num_features = 8, .seed = 1};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("step() rejects a state with an emptied or resized field, naming it", Op, favor_ref, favor_simd) {
+    using T = typename Op::value_type;
+    const Op op(small_cfg);
+    const auto q = kt::randn<T, 1>({4}, 1, 0.5), k = kt::randn<T, 1>({4}, 2, 0.5), v = kt::randn<T, 1>({3}, 3);
+    const auto q3 = kt::randn<T, 3>({2, 3, 4}, 1, 0.5), k3 = kt::randn<T, 3>({2, 3, 4}, 2, 0.5),
+               v3 = kt::randn<T, 3>({2, 3, 3}, 3);
+    auto fresh = [&] {
+        auto st = op.initial_state();
+        op.step(st, q, k, v);
+        return st;
+    };
+    SUBCASE("emptied C (was a null dereference)") {
+        auto st = fresh();
+        st.C.clear();
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.C"), "one stabiliser per head", "0 entries"});
+    }
+    SUBCASE("emptied steps (was a null dereference)") {
+        auto st = fresh();
+        st.steps.clear();
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.steps"), "0 entries"});
+    }
+    SUBCASE("emptied S or z") {
+        auto st = fresh();
+        st.S.clear();
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.S"), "feature_dim x value_dim = 8 x 3"});
+        st = fresh();
+        st.z.resize(5);
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.z"), "5 entries"});
+    }
+    SUBCASE("batch or heads changed") {
+        auto st = fresh();
+        st.batch = -1;  // batch·heads is still 1
+        st.heads = -1;
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.batch"), ">= 1"});
+        st = fresh();
+        st.heads = 0;
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.heads"), ">= 1"});
+        auto sb = op.initial_state(2, 3);
+        sb.batch = 3;  // the six heads' storage no longer matches batch × heads = 9
+        kt::check_error(
+            [&] {
+                op.step(sb, kt::randn<T, 3>({3, 3, 4}, 1), kt::randn<T, 3>({3, 3, 4}, 2),
+                        kt::randn<T, 3>({3, 3, 3}, 3));
+            },
+            {arg("state.batch"), "batch x state.heads = 6", "batch 3 x heads 3"});
+        sb.batch = 2;
+        CHECK_NOTHROW(op.step(sb, q3, k3, v3));
+        sb.batch = index_t(1) << 32;  // batch·heads past 2^48 (overflow-checked)
+        sb.heads = index_t(1) << 32;
+        kt::check_error([&] { op.step(sb, q3, k3, v3); }, {arg("state.heads"), "2^48"});
+    }
+    SUBCASE("bad values: negative step counts, a non-finite C or S") {
+        auto st = fresh();
+        st.steps[0] = -2;
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.steps"), ">= 0"});
+        st = fresh();
+        st.C[0] = std::numeric_limits<double>::quiet_NaN();
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.C"), "finite"});
+        st = fresh();
+        st.S[4] = std::numeric_limits<double>::infinity();
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.S"), "finite"});
+        CHECK(st.steps[0] == 1);  // rejected: the state did not advance
+        st = fresh();
+        CHECK_NOTHROW(op.step(st, q, k, v));
+        CHECK(st.steps[0] == 2);
+    }
+    SUBCASE("a state of an operator with another feature dimension") {
+        const Op other({.head_dim = 4, .value_dim = 3, .num_features = 16, .seed = 1});
+        auto st = other.initial_state();
+        kt::check_error([&] { op.step(st, q, k, v); }, {arg("state.z"), "feature_dim 8"});
+    }
+}
+
+// ---- 3. size arithmetic is overflow-checked before any allocation --------------------------
+
+TEST_CASE("extents whose product overflows index_t throw kattn::error before allocating") {
+    const index_t big = index_t(1) << 32;  // big·big = 2^64 overflows int64
+    SUBCASE("head_dim x num_features") {
+        kt::check_error([&] { favor_ref({.head_dim = big, .value_dim = 3, .num_features = big}); },
+                        {arg("num_features"), "head_dim x num_features", "4294967296 x 4294967296"});
+        kt::check_error(
+            [&] { favor_simd({.head_dim = 3, .value_dim = 3, .num_features = std::numeric_limits<index_t>::max()}); },
+            {arg("num_features"), "2^48"});
+        kt::check_error(
+            [&] {
+                op<features::favor_hyperbolic, float, backends::simd>(
+                    {.head_dim = 1, .value_dim = 1, .num_features = index_t(1) << 62});  // F = 2^63
+            },
+            {arg("num_features")});
+    }
+    SUBCASE("feature_dim x value_dim") {
+        kt::check_error([&] { favor_ref({.head_dim = 1, .value_dim = big, .num_features = big}); },
+                        {arg("value_dim"), "feature_dim x value_dim"});
+    }
+    SUBCASE("initial_state: batch x heads x feature_dim x value_dim") {
+        const favor_ref op(small_cfg);
+        kt::check_error([&] { (void)op.initial_state(big, big); }, {arg("heads"), "2^48"});
+        kt::check_error([&] { (void)op.initial_state(std::numeric_limits<index_t>::max(), 2); }, {arg("heads")});
+        CHECK(op.initial_state(2, 3).S.size() == 2 * 3 * 8 * 3);
+    }
+    SUBCASE("the checked product") {
+        CHECK(detail::checked_extent("a", "b", {3, 5, 7}) == 105);
+        CHECK(detail::checked_extent("a", "b", {big, 0, big, big}) == 0);
+        CHECK(detail::checked_extent("a", "b", {index_t(1) << 24, index_t(1) << 24}) == detail::max_extent);
+        kt::check_error([&] { (void)detail::checked_extent("a", "b", {detail::max_extent, 2}); }, {arg("a")});
+        kt::check_error([&] { (void)detail::checked_extent("a", "b", {-1, 2}); }, {arg("a"), "-1 x 2"});
+        kt::check_error([&] { (void)detail::checked_extent("a", "b", {big, big, big}); }, {arg("a")});
     }
 }

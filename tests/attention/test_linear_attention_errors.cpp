@@ -260,7 +260,7 @@ TEST_CASE("linear_attention step(): wrong token shapes and states") {
     SUBCASE("a state from another operator") {
         const op_t<kf::favor> other({.head_dim = 4, .value_dim = 5, .num_features = 8, .seed = 1});
         auto st = other.initial_state();
-        kt::check_error([&] { op.step(st, t<1>({4}), t<1>({4}), t<1>({3})); }, {arg("state")});
+        kt::check_error([&] { op.step(st, t<1>({4}), t<1>({4}), t<1>({3})); }, {arg("state.S"), "value_dim"});
     }
     SUBCASE("initial_state with zero batch or heads") {
         kt::check_error([&] { (void)op.initial_state(0, 1); }, {arg("batch")});

@@ -12,6 +12,9 @@
 // Options: kattn::causal, per-batch key lengths (padding, excluded from numerator and
 // denominator), recurrent decoding with initial_state()/step(), and backward() giving
 // ∂q, ∂k, ∂v and the gradient of the spectral parameters (Ω, b).
+// Every buffer size is an overflow-checked product of the extents (detail/extents.hpp:
+// kattn::error before any allocation), and step() validates each field of the decoding
+// state (batch, heads, S, z, C, steps) against the operator and the tokens.
 #pragma once
 
 #include <array>
@@ -34,6 +37,7 @@
 #include "../samplers/gaussian.hpp"  // default samplers of the built-in maps
 #include "../samplers/orthogonal_gaussian.hpp"
 #include "attention_config.hpp"
+#include "detail/extents.hpp"
 #include "options.hpp"
 
 namespace kattn {
@@ -67,7 +71,8 @@ public:
         xt::xtensor<T, 1> d_bias;
     };
 
-    /// Recurrent decoding state (S, z and the stabiliser of every head), in double.
+    /// Recurrent decoding state of batch × heads sequences, in double: per head S (F × d_v),
+    /// z (F), the stabiliser C and the step count (initial_state(); step() checks every field).
     struct state {
         index_t batch = 1, heads = 1;
         std::vector<double> S, z, C;
@@ -93,7 +98,13 @@ public:
         if (cfg.input_scale)
             detail::require(std::isfinite(*cfg.input_scale) && *cfg.input_scale > 0, "input_scale",
                             "a finite value > 0", *cfg.input_scale);
+        // Buffer sizes, overflow-checked before anything is allocated: Ω (d × num_features,
+        // also the sampler's draw) and one head's state S (F × d_v, F ≤ 2·num_features).
+        detail::checked_extent("num_features", "head_dim x num_features (the entries of omega)",
+                               {cfg.head_dim, cfg.num_features});
         m_ = map_traits::pairs_or_columns(cfg.num_features);
+        detail::checked_extent("value_dim", "feature_dim x value_dim (the entries of one head's state S)",
+                               {Map::feature_dim(m_), cfg.value_dim});
         Map::validate(cfg_.feature, cfg.head_dim, m_);
         input_scale_ = static_cast<T>(cfg.input_scale               ? *cfg.input_scale
                                       : map_traits::softmax_scaling ? std::pow(double(cfg.head_dim), -0.25)
@@ -153,6 +164,8 @@ public:
         detail::require(index_t(x.shape()[1]) == cfg_.head_dim && x.shape()[0] > 0, "x",
                         "shape [n >= 1, head_dim = " + std::to_string(cfg_.head_dim) + "]",
                         detail::shape_text(x.shape()));
+        detail::checked_extent("x", "rows x feature_dim (the features' entries)",
+                               {index_t(x.shape()[0]), feature_dim()});
         if (cfg_.check_finite) detail::check_finite("x", x.data(), index_t(x.size()));
         xt::xtensor<T, 2> phi = xt::xtensor<T, 2>::from_shape({x.shape()[0], std::size_t(feature_dim())});
         backends::feature_problem<Map, T> pb{spec(), x.data(), phi.data(), index_t(x.shape()[0]), input_scale_};
@@ -209,6 +222,8 @@ public:
     state initial_state(index_t batch = 1, index_t heads = 1) const {
         detail::require(batch >= 1, "batch", ">= 1", batch);
         detail::require(heads >= 1, "heads", ">= 1", heads);
+        detail::checked_extent("heads", "batch x heads x feature_dim x value_dim (the state's S)",
+                               {batch, heads, feature_dim(), cfg_.value_dim});
         const auto n = std::size_t(batch * heads), F = std::size_t(feature_dim()), dv = std::size_t(cfg_.value_dim);
         return state{batch,
                      heads,
@@ -225,22 +240,20 @@ public:
     xt::xtensor<T, R> step(state& st, const xt::xtensor<T, R>& q_t, const xt::xtensor<T, R>& k_t,
                            const xt::xtensor<T, R>& v_t) const {
         static_assert(R == 1 || R == 3, "kattn::linear_attention::step: tokens are [dim] or [batch, heads, dim]");
+        const index_t n = check_state(st);
         const auto expect = [&](std::string_view arg, const auto& x, index_t dim) {
             std::array<std::size_t, R> want{};
             if constexpr (R == 3)
                 want = {std::size_t(st.batch), std::size_t(st.heads), std::size_t(dim)};
             else
                 want = {std::size_t(dim)};
-            detail::require(st.batch * st.heads == 1 || R == 3, arg, "rank 3 [batch, heads, dim] for a batched state",
+            detail::require(n == 1 || R == 3, arg, "rank 3 [batch, heads, dim] for a batched state",
                             "rank " + std::to_string(R));
             bool ok = true;
             for (std::size_t i = 0; i < R; ++i) ok = ok && x.shape()[i] == want[i];
             detail::require(ok, arg, "shape " + detail::shape_text(want), detail::shape_text(x.shape()));
             if (cfg_.check_finite) detail::check_finite(arg, x.data(), index_t(x.size()));
         };
-        const index_t n = st.batch * st.heads, F = feature_dim();
-        detail::require(index_t(st.S.size()) == n * F * cfg_.value_dim && index_t(st.z.size()) == n * F, "state",
-                        "a state from this operator's initial_state()", "a state of another shape");
         expect("q_t", q_t, cfg_.head_dim);
         expect("k_t", k_t, cfg_.head_dim);
         expect("v_t", v_t, cfg_.value_dim);
@@ -261,6 +274,45 @@ public:
     }
 
 private:
+    /// Validates every field of a decoding state; returns its head count batch·heads.
+    index_t check_state(const state& st) const {
+        using std::to_string;
+        detail::require(st.batch >= 1, "state.batch", ">= 1 (a state from initial_state())", st.batch);
+        detail::require(st.heads >= 1, "state.heads", ">= 1 (a state from initial_state())", st.heads);
+        const index_t n = detail::checked_extent("state.heads", "state.batch x state.heads", {st.batch, st.heads});
+        const index_t F = feature_dim(), dv = cfg_.value_dim;
+        // size == heads·per, tested without forming the product (per ≥ 1, F·d_v checked).
+        const auto holds = [](const auto& v, index_t heads, index_t per) {
+            return index_t(v.size()) % per == 0 && index_t(v.size()) / per == heads;
+        };
+        const index_t n0 = index_t(st.steps.size());
+        if (n0 != n && holds(st.C, n0, 1) && holds(st.z, n0, F) && holds(st.S, n0, F * dv))
+            detail::fail("state.batch",
+                         "state.batch x state.heads = " + to_string(n0) + ", the heads its S, z, C and steps hold",
+                         "batch " + to_string(st.batch) + " x heads " + to_string(st.heads));
+        const std::string heads = "batch x heads = " + to_string(n);
+        const auto want = [&](const std::string& per) { return "one " + per + " per head (" + heads + ")"; };
+        detail::require(holds(st.steps, n, 1), "state.steps", want("count"), to_string(st.steps.size()) + " entries");
+        detail::require(holds(st.C, n, 1), "state.C", want("stabiliser"), to_string(st.C.size()) + " entries");
+        detail::require(holds(st.z, n, F), "state.z", want("z of feature_dim " + to_string(F)),
+                        to_string(st.z.size()) + " entries");
+        detail::require(holds(st.S, n, F * dv), "state.S",
+                        want("S of feature_dim x value_dim = " + to_string(F) + " x " + to_string(dv)),
+                        to_string(st.S.size()) + " entries");
+        for (index_t p = 0; p < n; ++p) {
+            const index_t t = st.steps[std::size_t(p)];
+            detail::require(t >= 0, "state.steps", "counts >= 0", to_string(t) + " at head " + to_string(p));
+            const double c = st.C[std::size_t(p)];
+            detail::require(t == 0 || std::isfinite(c), "state.C", "finite values",
+                            detail::to_text(c) + " at head " + to_string(p));
+        }
+        if (cfg_.check_finite) {
+            detail::check_finite("state.S", st.S.data(), index_t(st.S.size()));
+            detail::check_finite("state.z", st.z.data(), index_t(st.z.size()));
+        }
+        return n;
+    }
+
     template <class Attention, class Comm>
     friend class dist::sequence_parallel;
 
@@ -281,6 +333,11 @@ private:
             detail::require(a.q_len == a.k_len, "k",
                             "length equal to q's length " + std::to_string(a.q_len) + " (causal attention)", a.k_len);
         if (has_lengths) detail::check_key_lengths(lengths, a);
+        // The backends' buffers: one head's feature rows (L × F), the heads' states (F × d_v each).
+        detail::checked_extent("q", "length x feature_dim (one head's feature rows)", {a.q_len, feature_dim()});
+        detail::checked_extent("k", "length x feature_dim (one head's feature rows)", {a.k_len, feature_dim()});
+        detail::checked_extent("q", "batch x heads x feature_dim x value_dim (the heads' states)",
+                               {a.problems(), feature_dim(), a.v_dim});
         if (cfg_.check_finite) {
             detail::check_finite("q", q.data(), index_t(q.size()));
             detail::check_finite("k", k.data(), index_t(k.size()));
