@@ -20,11 +20,17 @@
 // shuffled order for Rotten Tomatoes); dev and test are never limited. Each file is read
 // whole, at most max_file_bytes (default text_max_bytes = 256 MiB); a missing file, a
 // directory in its place or a larger file is a kattn::error naming the path.
+// The builders both loaders use, public for any texts (nn/data/labelled_splits.hpp uses them):
+//   build_vocabulary(texts, options)   vocabulary::build(texts, min_freq, max_vocab, lowercase)
+//   make_text_dataset(texts, labels, vocab, max_length, name, num_classes)   a token dataset:
+//       item i = vocab.encode(texts[i]) (tokenize, unknown words → <unk>), unpadded; labels
+//       in [0, num_classes), num_classes ≥ 1.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <numeric>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +56,35 @@ struct text_splits {
     vocabulary vocab;
 };
 
+/// The vocabulary of `texts` (the training texts) with the options' min_freq, max_vocab
+/// and lowercase (see vocabulary::build).
+inline vocabulary build_vocabulary(std::span<const std::string> texts, const text_options& options = {}) {
+    return vocabulary::build(texts, options.min_freq, options.max_vocab, options.lowercase);
+}
+
+/// A token dataset: item i is vocab.encode(texts[i]) (unpadded; make_batch truncates to
+/// max_length), labelled labels[i] ∈ [0, num_classes).
+inline dataset make_text_dataset(std::span<const std::string> texts, std::span<const int> labels,
+                                 const vocabulary& vocab, index_t max_length, std::string name, index_t num_classes) {
+    detail::require(max_length >= 1, "max_length", ">= 1", max_length);
+    detail::require(num_classes >= 1, "num_classes", ">= 1", num_classes);
+    detail::require(labels.size() == texts.size(), "labels",
+                    "one label per text (" + std::to_string(texts.size()) + ")", labels.size());
+    for (std::size_t i = 0; i < labels.size(); ++i)
+        if (labels[i] < 0 || labels[i] >= num_classes)
+            detail::fail("labels", "values in [0, num_classes = " + std::to_string(num_classes) + ")",
+                         std::to_string(labels[i]) + " at item " + std::to_string(i));
+    dataset d;
+    d.name = std::move(name);
+    d.kind = input_kind::tokens;
+    d.num_classes = num_classes;
+    d.max_length = max_length;
+    d.labels.assign(labels.begin(), labels.end());
+    d.texts.reserve(texts.size());
+    for (const std::string& s : texts) d.texts.push_back(vocab.encode(s));
+    return d;
+}
+
 namespace detail {
 
 inline std::string text_data_file(const std::string& directory, std::string_view name, std::string_view what) {
@@ -71,16 +106,9 @@ inline void check_text_options(const text_options& o) {
     require(o.limit_train >= 0, "limit_train", ">= 0 (0 = all)", o.limit_train);
 }
 
+/// A two-class token dataset of `t` (make_text_dataset with num_classes = 2).
 inline dataset encode_texts(std::string name, const labeled_texts& t, const vocabulary& v, index_t max_length) {
-    dataset d;
-    d.name = std::move(name);
-    d.kind = input_kind::tokens;
-    d.num_classes = 2;
-    d.max_length = max_length;
-    d.labels = t.labels;
-    d.texts.reserve(t.sentences.size());
-    for (const std::string& s : t.sentences) d.texts.push_back(v.encode(s));
-    return d;
+    return make_text_dataset(t.sentences, t.labels, v, max_length, std::move(name), 2);
 }
 
 inline void limit_texts(labeled_texts& t, index_t limit) {
@@ -94,7 +122,7 @@ inline text_splits make_text_splits(const std::string& name, labeled_texts train
                                     const labeled_texts& test, const text_options& o) {
     limit_texts(train, o.limit_train);
     text_splits s;
-    s.vocab = vocabulary::build(train.sentences, o.min_freq, o.max_vocab, o.lowercase);
+    s.vocab = build_vocabulary(train.sentences, o);
     s.train = encode_texts(name + "/train", train, s.vocab, o.max_length);
     s.dev = encode_texts(name + "/dev", dev, s.vocab, o.max_length);
     s.test = encode_texts(name + "/test", test, s.vocab, o.max_length);
