@@ -54,6 +54,8 @@ public:
                  .seed = detail::sub_seed(cfg.seed, 7)}) {}
 
     const classifier_config& config() const { return cfg_; }
+    /// The number of output classes C (classifier_config::classes): logits are [B, C].
+    index_t classes() const { return cfg_.classes; }
     encoder<Attention, T>& encoder_stack() { return enc_; }
     Input& input() { return input_; }
 

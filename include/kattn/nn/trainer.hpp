@@ -47,6 +47,7 @@
 #include "checkpoint.hpp"
 #include "data/dataset.hpp"
 #include "data_parallel.hpp"
+#include "detail/class_count.hpp"
 #include "divergence.hpp"
 #include "loss.hpp"
 #include "metrics.hpp"
@@ -152,6 +153,8 @@ public:
     /// Trains on `train`, selecting on `dev` when given (else the last epoch is kept).
     fit_result fit(const dataset& train, const dataset* dev = nullptr) {
         detail::require(train.size() >= 1, "train", "a non-empty data set", train.size());
+        detail::check_classes("train", train, model_);  // dataset::num_classes vs classifier_config::classes
+        if (dev) detail::check_classes("dev", *dev, model_);
         using clock = std::chrono::steady_clock;
         const int ranks = comm_.size(), rank = comm_.rank();
         const index_t G = cfg_.batch_size * ranks;  // the global batch
@@ -307,6 +310,7 @@ public:
     /// the same batches as in one process, so the same numbers.
     evaluation_result evaluate(const dataset& data) {
         detail::require(data.size() >= 1, "data", "a non-empty data set", data.size());
+        detail::check_classes("data", data, model_);
         const auto t0 = std::chrono::steady_clock::now();
         evaluation_result res;
         const index_t n = data.size(), E = cfg_.eval_batch_size, K = (n + E - 1) / E;
