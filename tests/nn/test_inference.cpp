@@ -87,7 +87,7 @@ using model_t = nn::sequence_classifier<nn::token_input<float>, nn::softmax_mha<
 constexpr index_t D = 16, max_len = 32;
 
 model_t make_model(index_t vocab, index_t classes) {
-    return model_t({.encoder = {.dim = D, .layers = 1, .ffn_hidden = 32, .dropout = 0.0, .seed = 1},
+    return model_t({.encoder = {.dim = D, .layers = 1, .ffn_hidden = 32, .dropout = 0.1, .seed = 1},
                     .classes = classes,
                     .seed = 1},
                    nn::token_input<float>({.vocab = vocab, .dim = D, .max_length = max_len, .seed = 1}), [](index_t l) {
