@@ -1,5 +1,6 @@
 // Tests for kattn/nn/progress.hpp: bounded output in plain mode, redraw throttling in
-// interactive mode, ETA and rate formatting from injected times, the finish line, errors.
+// interactive mode, ETA and rate formatting from injected times, the finish line, errors; a
+// given ETA, clear(), and the trainer's per-epoch summary line (detail::epoch_summary).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -152,4 +153,50 @@ TEST_CASE("nn::progress_bar: bad arguments throw kattn::error") {
     bar.update(5);
     CHECK(bar.elapsed() >= 0);
     CHECK(has(os.str(), "100% 5/5"));
+}
+
+TEST_CASE("nn::progress_bar: a given ETA replaces the bar's own; clear() erases the line") {
+    std::ostringstream os;
+    nn::progress_bar bar(1000, "e", os, true);
+    CHECK(has(bar.line(250, {.eta = 5.0}, 30.0), "ETA 00:00:05"));   // not 30 s · 750/250 = 90 s
+    CHECK(has(bar.line(1000, {.eta = 7.0}, 30.0), "ETA 00:00:07"));  // the run goes on after this bar
+    CHECK(has(bar.line(1000, {.eta = 7.0}, 30.0, true), "elapsed 00:00:30"));
+    CHECK_FALSE(has(bar.line(1000, {.eta = 7.0}, 30.0, true), "ETA"));
+
+    std::ostringstream is;
+    {
+        nn::progress_bar live({.total = 10, .label = "x", .mode = nn::progress_mode::interactive}, is);
+        live.update(3, {}, 1.0);
+        const std::size_t width = is.str().size() - 1;
+        live.clear();
+        CHECK(is.str().substr(width + 1) == "\r" + std::string(width, ' ') + "\r");
+        live.finish(2.0);  // after clear(): nothing
+        CHECK(is.str().size() == 2 * width + 3);
+    }
+    CHECK(is.str().find('\n') == std::string::npos);  // nor from the destructor
+    std::ostringstream ps;
+    nn::progress_bar plain(10, "p", ps, true);
+    plain.clear();
+    CHECK(ps.str().empty());
+}
+
+TEST_CASE("nn::detail::epoch_summary: the per-epoch line") {
+    nn::epoch_record r{.epoch = 2,
+                       .train_loss = 0.41234,
+                       .train_accuracy = 0.8734,
+                       .seconds = 1.26,
+                       .tokens_per_second = 3400.4,
+                       .lr = 1e-3};
+    nn::training_event ev{.kind = nn::training_event_kind::epoch_end, .label = "fska s1 ", .epochs = 5, .eta = 65};
+    ev.record = &r;
+    CHECK(nn::detail::epoch_summary(ev) ==
+          "fska s1 epoch 2/5: train loss 0.4123 acc 0.8734 | 1.3 s, 3400 tok/s | ETA 00:01:05");
+    r.dev_accuracy = 0.5, r.dev_macro_f1 = 0.25, r.dev_log_loss = 0.75;
+    ev.improved = true;
+    ev.eta = 0;
+    CHECK(nn::detail::epoch_summary(ev) ==
+          "fska s1 epoch 2/5: train loss 0.4123 acc 0.8734 | dev acc 0.5000 macro-F1 "
+          "0.2500 log-loss 0.7500 * | 1.3 s, 3400 tok/s");
+    ev.improved = false;
+    CHECK_FALSE(has(nn::detail::epoch_summary(ev), "*"));
 }

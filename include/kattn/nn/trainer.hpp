@@ -13,7 +13,9 @@
 // After each epoch the dev split is evaluated (selection metric: accuracy or macro-F1); the
 // best parameters are kept in memory (and saved to `checkpoint` when given) and restored at the end;
 // `patience` epochs without improvement stop training. `max_seconds` > 0 stops after the
-// epoch in which the budget ran out. A progress bar shows loss, accuracy, tokens/s and ETA.
+// epoch in which the budget ran out. Progress goes to trainer_config::on_event as
+// training_events (nn/progress.hpp); by default (progress = true) a progress_printer on
+// stderr draws a bar on a terminal and one line per epoch; the trainer prints nothing else.
 // Model: forward(batch, context&) → logits, backward(dlogits, ctx), collect(ps, prefix);
 // optional regularization(ctx).
 //
@@ -24,8 +26,8 @@
 // (weighted by shard size) before clipping and the AdamW step, which then agree on every
 // rank. Losses and accuracies are summed over the ranks; evaluate() splits the data's
 // evaluation batches over the ranks and gathers the probabilities (a collective: call it
-// on every rank). Rank 0 alone prints and writes checkpoints. Without a communicator the
-// trainer is the one-process trainer it always was.
+// on every rank). Rank 0 alone calls the callback and writes checkpoints. Without a
+// communicator the trainer is the one-process trainer it always was.
 // Resume: with `state_checkpoint` set, the state after each epoch (parameters, AdamW
 // moments and step, the data order and shuffle counter, history, best epoch, score and
 // parameters) is saved there; resume(path) on a trainer built like the first one makes
@@ -36,8 +38,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
-#include <iostream>
+#include <exception>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -79,7 +80,7 @@ struct trainer_config {
     index_t patience = 0;  ///< early stopping after this many epochs without a better dev score (0: off)
     selection_metric select = selection_metric::accuracy;
     std::uint64_t seed = 0;
-    bool progress = true;      ///< progress bar on stderr (plain lines when not a terminal)
+    bool progress = true;      ///< without on_event: progress_printer on stderr (false: silent)
     std::string checkpoint{};  ///< save the best parameters here (.npz) when set
     double max_seconds = 0.0;  ///< training time budget (0: none)
     std::string label{};       ///< progress-bar label prefix
@@ -89,15 +90,9 @@ struct trainer_config {
     /// Save the resumable training state here (.npz) after every epoch (trainer::resume).
     std::string state_checkpoint{};
     allreduce_config allreduce{};  ///< data parallelism: gradient buckets, reduction order
-};
-
-struct epoch_record {
-    index_t epoch = 0;
-    double train_loss = 0, train_accuracy = 0, regularization = 0;
-    double dev_accuracy = std::numeric_limits<double>::quiet_NaN();
-    double dev_macro_f1 = std::numeric_limits<double>::quiet_NaN();
-    double dev_log_loss = std::numeric_limits<double>::quiet_NaN();
-    double seconds = 0, tokens_per_second = 0, lr = 0;
+    /// Receives every training_event on rank 0 (set: replaces the default printer, whatever
+    /// `progress` says); an exception it throws stops fit(), which rethrows it.
+    training_callback on_event{};
 };
 
 struct fit_result {
@@ -120,7 +115,7 @@ class trainer {
 public:
     /// `comm` (optional; it must outlive the trainer): train data-parallel over its ranks.
     trainer(Model& model, const trainer_config& cfg, communicator_ref comm = {})
-        : model_(model), cfg_(cfg), comm_(comm), reducer_(cfg.allreduce) {
+        : model_(model), cfg_(cfg), comm_(comm), reducer_(cfg.allreduce), callback_(cfg.on_event) {
         detail::require(cfg.epochs >= 1, "epochs", ">= 1", cfg.epochs);
         detail::require(cfg.batch_size >= 1, "batch_size", ">= 1", cfg.batch_size);
         detail::require(cfg.eval_batch_size >= 1, "eval_batch_size", ">= 1", cfg.eval_batch_size);
@@ -130,6 +125,7 @@ public:
         detail::require(cfg.patience >= 0, "patience", ">= 0", cfg.patience);
         detail::require(cfg.bucket_window >= 0, "bucket_window", ">= 0", cfg.bucket_window);
         model_.collect(params_, "model");
+        if (!callback_ && cfg.progress) callback_ = progress_printer();
     }
 
     parameter_list& parameters() { return params_; }
@@ -177,6 +173,21 @@ public:
             resume_.reset();
         }
         const std::int64_t first_step = step_;  // errors at a run's first step are not divergence
+        const auto run0 = clock::now();
+        auto epoch0 = run0;
+        training_event ev{
+            .label = cfg_.label, .epoch = first, .epochs = cfg_.epochs, .epoch_steps = per_epoch, .total_steps = total};
+        auto emit = [&](training_event_kind kind) {
+            const auto now = clock::now();
+            ev.kind = kind;
+            ev.run_step = step_;
+            ev.elapsed = std::chrono::duration<double>(now - run0).count();
+            ev.epoch_elapsed = std::chrono::duration<double>(now - epoch0).count();
+            ev.eta = detail::run_eta(kind, ev.elapsed, total - step_, step_ - first_step);
+            notify(ev);
+        };
+        const detail::abort_notifier aborted(rank == 0 ? &callback_ : nullptr, ev);  // run_aborted on a throw
+        emit(training_event_kind::run_begin);
         for (index_t e = first; e < cfg_.epochs; ++e) {
             if (e == first && e > 0 && stop(res, since_best)) {  // the saved run had stopped
                 res.stopped_early = true;
@@ -184,11 +195,9 @@ public:
             }
             shuffle(order, rng);
             if (train.kind == input_kind::tokens && cfg_.bucket_window > 0) bucket(order, train, rng, G);
-            const auto t0 = clock::now();
-            std::optional<progress_bar> bar;
-            if (cfg_.progress && rank == 0)
-                bar.emplace(per_epoch,
-                            cfg_.label + "epoch " + std::to_string(e + 1) + "/" + std::to_string(cfg_.epochs));
+            const auto t0 = epoch0 = clock::now();
+            ev.epoch = e + 1;
+            emit(training_event_kind::epoch_begin);
             epoch_record rec;
             rec.epoch = e + 1;
             double loss_sum = 0, reg_sum = 0, tokens = 0;
@@ -247,14 +256,13 @@ public:
                 reg_sum += sums[3];
                 correct += index_t(sums[1]);
                 tokens += sums[2];
-                if (bar) {
-                    const double seen = double(lo + nb);
-                    bar->update(
-                        s + 1,
-                        progress_fields{.loss = loss_sum / seen, .accuracy = double(correct) / seen, .tokens = tokens});
-                }
+                ev.step = s + 1;
+                ev.loss = loss_sum / double(lo + nb);
+                ev.accuracy = double(correct) / double(lo + nb);
+                ev.tokens = tokens;
+                ev.lr = rec.lr;
+                emit(training_event_kind::step);
             }
-            if (bar) bar->finish();
             rec.seconds = std::chrono::duration<double>(clock::now() - t0).count();
             if (ranks > 1) comm_.broadcast(&rec.seconds, 1, 0);  // one clock decides (max_seconds)
             res.seconds += rec.seconds;
@@ -287,14 +295,9 @@ public:
             if (!cfg_.state_checkpoint.empty())
                 save_checkpoint(comm_, cfg_.state_checkpoint, params_,
                                 state_metadata(e + 1, G, order, res, best, since_best, opt));
-            if (cfg_.progress && rank == 0) {
-                std::fprintf(stderr, "%sepoch %ld/%ld: train loss %.4f acc %.4f", cfg_.label.c_str(), long(e + 1),
-                             long(cfg_.epochs), rec.train_loss, rec.train_accuracy);
-                if (dev)
-                    std::fprintf(stderr, " | dev acc %.4f macro-F1 %.4f log-loss %.4f%s", rec.dev_accuracy,
-                                 rec.dev_macro_f1, rec.dev_log_loss, improved ? " *" : "");
-                std::fprintf(stderr, " | %.1f s, %.0f tok/s\n", rec.seconds, rec.tokens_per_second);
-            }
+            ev.record = &res.history.back();
+            ev.improved = improved;
+            emit(training_event_kind::epoch_end);
             if (stop(res, since_best)) {
                 res.stopped_early = e + 1 < cfg_.epochs;
                 break;
@@ -302,6 +305,8 @@ public:
         }
         if (!best.empty()) restore(best);
         res.steps = step_;
+        ev.result = &res;
+        emit(training_event_kind::run_end);
         return res;
     }
 
@@ -349,6 +354,20 @@ public:
     std::int64_t steps() const { return step_; }
 
 private:
+    /// Calls the callback on rank 0; with N ranks every rank learns whether it threw.
+    void notify(const training_event& ev) {
+        std::exception_ptr failure;
+        if (callback_ && comm_.rank() == 0) try {
+                callback_(ev);
+            } catch (...) {
+                failure = std::current_exception();
+            }
+        if (comm_.size() > 1)
+            detail::propagate_root_error(comm_, 0, failure);
+        else if (failure)
+            std::rethrow_exception(failure);
+    }
+
     void shuffle(std::vector<index_t>& v, const random_stream& rng) {
         for (index_t i = index_t(v.size()) - 1; i > 0; --i) {
             const auto j = std::min(i, index_t(rng.uniform(draw_++) * double(i + 1)));
@@ -472,6 +491,7 @@ private:
     communicator_ref comm_;
     gradient_allreducer reducer_;
     std::optional<checkpoint_metadata> resume_;
+    training_callback callback_;
     parameter_list params_;
     std::int64_t step_ = 0;
     std::uint64_t draw_ = 0;
