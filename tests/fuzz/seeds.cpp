@@ -262,6 +262,23 @@ void text_seeds() {
           via_file([&](const std::string& p) { kattn::nn::vocabulary::build(texts, 1, 4, false).save(p); }));
 }
 
+void labelled_text_seeds() {
+    // The last two bytes of each seed choose the options (tests/fuzz/fuzz_labelled_text.cpp).
+    const std::vector<std::pair<std::string, std::string>> files = {
+        {"tsv-names", "sentence\tlabel\na good film\tpos\nbad\tneg\n\nfine\tpos\n" + std::string("\x08\x00", 2)},
+        {"tsv-integers", "text\tlabel\nok\t0\nwell\t2\n" + std::string("\x01\x01", 2)},
+        {"csv-quoted", "sentence,label\n\"a, \"\"quoted\"\" text\",pos\n\"multi\nline\",neg\nplain,pos\n\x02\x08"},
+        {"csv-bom-crlf", "\xef\xbb\xbfsentence,label\r\nx,1\r\ny,0\r\n\x02\x01"},
+        {"no-header", "good\tpos\nbad\tneg\n\x04\x00"},
+        {"three-files", "sentence\tlabel\na\tpos\nb\tneg\n" + std::string(1, '\0') + "sentence\tlabel\nc\tpos\n" +
+                            std::string(1, '\0') + "sentence\tlabel\nd\tneg\n\x08\x00"},
+        {"unterminated", "sentence,label\n\"open,pos\n\x02\x08"},
+        {"semicolons", "sentence;label\nx;neg\ny;pos\n\x08\x01"},
+        {"empty", ""},
+    };
+    for (const auto& [name, bytes] : files) write("labelled_text", name, bytes);
+}
+
 // ---- attention ------------------------------------------------------------------------------
 
 void attention_seeds() {
@@ -287,7 +304,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     root = argv[1];
-    const char* targets[] = {"npz", "checkpoint", "realnvp", "idx", "text", "attention"};
+    const char* targets[] = {"npz", "checkpoint", "realnvp", "idx", "text", "labelled_text", "attention"};
     for (const char* t : targets) {
         fs::remove_all(root / "seeds" / t);
         for (const char* part : {"seeds", "corpus", "artifacts"}) fs::create_directories(root / part / t);
@@ -295,6 +312,7 @@ int main(int argc, char** argv) {
     npz_family_seeds();
     idx_seeds();
     text_seeds();
+    labelled_text_seeds();
     attention_seeds();
     if (argc > 2) std::ofstream(argv[2]) << "kattn fuzz seeds in " << (root / "seeds").string() << "\n";
     return 0;
