@@ -15,6 +15,8 @@
 //   kernel-<map>           the same with Ω from Langevin particles (Coulomb phase A, then B)
 //   shrunk-<map>           vanilla with ω ~ N(0, σ⁻²I), σ = √d_h / R: ‖ω‖ ≈ R = 1.5, the scale that
 //                          phase A's projection gives, without the alignment (control)
+// The models are built by the library's factory (kattn/nn/model_factory.hpp) from the
+// nn::model_spec that spec_of(name, options, classes, seed) gives: same name and seed, same model.
 // run_model trains one model per seed with nn::trainer, evaluates the test split and
 // returns a record {model, dataset, seeds, accuracy ± sd, macro-F1 ± sd, ece, params,
 // seconds, attention entropy}.
@@ -34,14 +36,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <kattn/core/type_list.hpp>
-#include <kattn/features/all.hpp>
-#include <kattn/nn/attention/coulomb.hpp>
-#include <kattn/nn/attention/fska.hpp>
-#include <kattn/nn/attention/kernel_mha.hpp>
-#include <kattn/nn/attention/softmax_mha.hpp>
-#include <kattn/nn/attention/uniform.hpp>
 #include <kattn/nn/classifier.hpp>
+#include <kattn/nn/model_factory.hpp>
+#include <kattn/nn/model_spec.hpp>
 #include <kattn/nn/trainer.hpp>
 
 namespace experiment {
@@ -49,15 +46,17 @@ namespace experiment {
 using kattn::index_t;
 namespace nn = kattn::nn;
 
+/// The options of the examples' models; the defaults are nn::model_spec's (docs/encoder.md).
 struct model_options {
-    index_t dim = 64, heads = 4, layers = 2, ffn_hidden = 256, head_hidden = 0;
-    double dropout = 0.1;
-    bool pre_ln = false;
-    index_t fska_pairs = 64;  ///< m pairs per FSKA head
-    double fska_kl_weight = 1e-3;
-    index_t kernel_features = 64;  ///< m per head for performer / vanilla / kernel models
-    index_t align_samples = 1024;  ///< Coulomb phase A: pooled items
-    index_t align_steps = 200;     ///< Coulomb phase A: Langevin steps per layer
+    index_t dim = nn::model_spec{}.dim, heads = nn::model_spec{}.heads, layers = nn::model_spec{}.layers,
+            ffn_hidden = nn::model_spec{}.ffn_hidden, head_hidden = nn::model_spec{}.head_hidden;
+    double dropout = nn::model_spec{}.dropout;
+    bool pre_ln = nn::model_spec{}.pre_ln;
+    index_t fska_pairs = nn::model_spec{}.fska_pairs;  ///< m pairs per FSKA head
+    double fska_kl_weight = nn::model_spec{}.fska_kl_weight;
+    index_t kernel_features = nn::model_spec{}.num_features;  ///< m per head for performer / vanilla / kernel models
+    index_t align_samples = nn::model_spec{}.align_samples;   ///< Coulomb phase A: pooled items
+    index_t align_steps = nn::model_spec{}.align_steps;       ///< Coulomb phase A: Langevin steps per layer
 };
 
 /// One seed's outcome.
@@ -148,92 +147,35 @@ outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg
     return out;
 }
 
-/// Builds model `name` with input policy Input (from make_input(seed)) and calls f(model, align).
+/// The library's model_spec for `name` with these options (nn/model_spec.hpp).
+inline nn::model_spec spec_of(const std::string& name, const model_options& mo, index_t classes, std::uint64_t seed) {
+    nn::model_spec s;
+    s.kind = name;
+    s.dim = mo.dim;
+    s.heads = mo.heads;
+    s.layers = mo.layers;
+    s.ffn_hidden = mo.ffn_hidden;
+    s.head_hidden = mo.head_hidden;
+    s.dropout = mo.dropout;
+    s.pre_ln = mo.pre_ln;
+    s.num_features = mo.kernel_features;
+    s.fska_pairs = mo.fska_pairs;
+    s.fska_kl_weight = mo.fska_kl_weight;
+    s.align_samples = mo.align_samples;
+    s.align_steps = mo.align_steps;
+    s.classes = classes;
+    s.seed = seed;
+    return s;
+}
+
+/// Builds model `name` with input policy Input (from make_input(seed)) and calls f(model, align)
+/// (the factory of nn/model_factory.hpp; align: kernel-<map>, Coulomb phase A first).
 template <class Input, class F>
 void with_model(const std::string& name, const model_options& mo, index_t classes, std::uint64_t seed,
                 const std::function<Input(std::uint64_t)>& make_input, F&& f) {
-    const nn::classifier_config cfg{.encoder = {.dim = mo.dim,
-                                                .layers = mo.layers,
-                                                .ffn_hidden = mo.ffn_hidden,
-                                                .dropout = mo.dropout,
-                                                .pre_ln = mo.pre_ln,
-                                                .seed = seed},
-                                    .classes = classes,
-                                    .head_hidden = mo.head_hidden,
-                                    .seed = seed};
-    auto layer_seed = [seed](index_t l) { return seed * 1000 + 17 * std::uint64_t(l) + 1; };
-    auto build = [&](auto make_attention, bool align = false) {
-        using A = decltype(make_attention(index_t(0)));
-        nn::sequence_classifier<Input, A> model(cfg, make_input(seed), make_attention);
-        f(model, align);
-    };
-    auto fska = [&](double s, bool positive, bool learnable_v) {
-        build([&, s, positive, learnable_v](index_t l) {
-            return nn::fska_attention<float>({.dim = mo.dim,
-                                              .heads = mo.heads,
-                                              .num_pairs = mo.fska_pairs,
-                                              .kl_weight = mo.fska_kl_weight,
-                                              .positive = positive,
-                                              .scale = s,
-                                              .learnable_v = learnable_v,
-                                              .seed = layer_seed(l)});
-        });
-    };
-    auto coulomb = [&]<class Map>(bool align, bool shrunk) {
-        nn::coulomb_config c{.dim = mo.dim, .heads = mo.heads, .num_features = mo.kernel_features};
-        if (shrunk) c.sigma = std::sqrt(double(mo.dim / mo.heads)) / c.langevin.radius;
-        build(
-            [&, c](index_t l) {
-                nn::coulomb_config cl = c;
-                cl.seed = layer_seed(l);
-                return nn::coulomb_attention<Map, float>(cl);
-            },
-            align);
-    };
-    if (name == "transformer" || name == "transformer-noqkv") {
-        const bool qkv = name == "transformer";
-        build([&, qkv](index_t l) {
-            return nn::softmax_mha<float>({.dim = mo.dim, .heads = mo.heads, .qkv = qkv, .seed = layer_seed(l)});
-        });
-    } else if (name == "uniform") {
-        build([&](index_t l) { return nn::uniform_attention<float>({.dim = mo.dim, .seed = layer_seed(l)}); });
-    } else if (name == "performer") {
-        build([&](index_t l) {
-            return nn::performer<float>(
-                {.dim = mo.dim, .heads = mo.heads, .num_features = mo.kernel_features, .seed = layer_seed(l)});
-        });
-    } else if (name == "fska") {
-        fska(1.0, true, false);
-    } else if (name.rfind("fska-s", 0) == 0 && name.size() > 6 && std::isdigit(static_cast<unsigned char>(name[6]))) {
-        fska(std::stod(name.substr(6)), true, false);
-    } else if (name == "fska-signed") {
-        fska(1.0, false, false);
-    } else if (name == "fska-learnable-v") {
-        fska(1.0, true, true);
-    } else if (name.rfind("vanilla-", 0) == 0 || name.rfind("kernel-", 0) == 0 || name.rfind("shrunk-", 0) == 0) {
-        const bool align = name.rfind("kernel-", 0) == 0, shrunk = name.rfind("shrunk-", 0) == 0;
-        const std::string map = name.substr(name.find('-') + 1);
-        // Every positive map of the registry (not the positive<F> wrappers) is a Coulomb model.
-        bool found = false;
-        std::string maps;
-        kattn::for_each_type<kattn::features::all>([&]<class Map>() {
-            if constexpr (Map::is_positive && !requires { typename Map::inner_map; }) {
-                maps += (maps.empty() ? "" : ", ") + std::string(Map::name);
-                if (map == Map::name) {
-                    coulomb.template operator()<Map>(align, shrunk);
-                    found = true;
-                }
-            }
-        });
-        if (!found)
-            throw kattn::error("kattn: argument 'model': expected a map in {" + maps + "} after '" +
-                               name.substr(0, name.find('-') + 1) + "', got '" + map + "'");
-    } else {
-        throw kattn::error(
-            "kattn: argument 'model': expected transformer, transformer-noqkv, uniform, performer, "
-            "fska, fska-s<k>, fska-signed, fska-learnable-v, vanilla-<map>, kernel-<map> or shrunk-<map>, got '" +
-            name + "'");
-    }
+    const nn::model_spec spec = spec_of(name, mo, classes, seed);
+    const bool align = nn::needs_alignment(spec);  // checks the kind before the input is built
+    nn::with_model(spec, make_input(seed), [&](auto& model) { f(model, align); });
 }
 
 inline double mean(const std::vector<double>& v) {

@@ -8,7 +8,8 @@
 // particles of a samplers::langevin<Map>; backward never changes it. align(pooled, labels,
 // steps) runs at most `steps` Langevin steps per head on the mean-pooled inputs, installs
 // the particles as Ω_h and returns the kernel-target alignment before and after; without it
-// the layer is the "vanilla" random-feature model. Parameters: "<prefix>.{v,out}.{weight,bias}".
+// the layer is the "vanilla" random-feature model. Parameters: "<prefix>.{v,out}.{weight,bias}";
+// Ω_h is state, not a parameter: omega(h) / set_omega(h, Ω) read and restore it.
 // Details: docs/encoder.md §3 (Coulomb) and §5 (two phases).
 #pragma once
 
@@ -91,7 +92,14 @@ public:
     index_t head_dim() const { return dh_; }
     const operator_type& attention(index_t h) const { return ops_[std::size_t(h)]; }
     const sampler_type& particles(index_t h) const { return particles_[std::size_t(h)]; }
+    /// Ω_h, the frequencies head h uses (phase A moves them; save them with the parameters).
     const xt::xtensor<T, 2>& omega(index_t h) const { return ops_[std::size_t(h)].omega(); }
+    /// Replaces Ω_h (e.g. aligned frequencies read back from a model file): shape and
+    /// finiteness are checked; the Langevin particles (used only by a later align) are not changed.
+    void set_omega(index_t h, const xt::xtensor<T, 2>& omega) {
+        detail::require(h >= 0 && h < cfg_.heads, "h", "a head in [0, " + std::to_string(cfg_.heads) + ")", h);
+        ops_[std::size_t(h)].set_omega(omega);
+    }
     linear_type& value() { return wv_; }
     linear_type& output() { return wo_; }
 

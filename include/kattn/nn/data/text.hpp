@@ -31,6 +31,8 @@
 // line, first "<pad>" then "<unk>"): such files carry no count or checksum, so a cut at a
 // line boundary cannot be detected in them (save again to upgrade). A version-2 file never
 // starts with "<pad>", so this does not weaken the checks on version-2 files.
+// to_string() and from_string(bytes, label) are the same format in memory (model files,
+// nn/text_classifier.hpp, hold the vocabulary as a member).
 #pragma once
 
 #include <algorithm>
@@ -236,19 +238,27 @@ public:
         return out;
     }
 
-    /// Writes the version-2 vocabulary file (see the header comment) atomically.
-    void save(const std::string& path) const {
+    /// The bytes of the version-2 vocabulary file (see the header comment).
+    std::string to_string() const {
         std::string out = "kattn vocabulary 2 " + std::to_string(words_.size()) + "\n";
         for (const std::string& w : words_) (out += w) += '\n';
         const std::uint32_t crc = detail::vocabulary_crc32(out);
         out += "end " + std::to_string(words_.size()) + " crc32 " + detail::hex8(crc) + "\n";
-        detail::write_file_atomically(path, out, "path");
+        return out;
     }
+
+    /// Writes the version-2 vocabulary file (see the header comment) atomically.
+    void save(const std::string& path) const { detail::write_file_atomically(path, to_string(), "path"); }
 
     /// Reads a file written by save() (version 2, or the headerless format before it), at
     /// most max_bytes long; every defect is a kattn::error naming the path.
     static vocabulary load(const std::string& path, bool lowercase = true, std::uint64_t max_bytes = text_max_bytes) {
-        const std::string bytes = detail::read_file(path, "path", max_bytes, "a readable vocabulary file");
+        return from_string(detail::read_file(path, "path", max_bytes, "a readable vocabulary file"), path, lowercase);
+    }
+
+    /// The vocabulary of `bytes`, a file's content as load() reads it; errors name `path`
+    /// (e.g. "model.kattn, member vocabulary.txt").
+    static vocabulary from_string(const std::string& bytes, const std::string& path, bool lowercase = true) {
         const std::string first = bytes.substr(0, bytes.find('\n'));
         if (first == pad_token || first == std::string(pad_token) + "\r")
             return from_lines(path, detail::split_lines(bytes), 0, lowercase);
