@@ -3,7 +3,10 @@
 // xsimd batches for every element-wise step (exp, sin, cos, … via kattn::math on
 // batches), register-blocked tile products, OpenMP over batch×heads and, for a single
 // long sequence, over fixed token segments. Feature rows exist only one tile
-// (simd_impl::tile_rows tokens) at a time. Accumulation is in the input precision T.
+// (simd_impl::tile_rows tokens) at a time. Products are in the input precision T; the
+// running states of fp32 problems (causal prefix sums, backward suffix sums, key totals)
+// are compensated: each tile's float contribution is added to double totals, so their
+// error does not grow with the sequence length (simd/tile.hpp).
 // Results are bitwise identical for any thread count: the work split and every
 // reduction order depend on the problem only.
 //

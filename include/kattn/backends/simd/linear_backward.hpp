@@ -26,9 +26,7 @@ void combine_suffix(key_state<T>& earlier, const key_state<T>& later) {
         earlier = later;
         return;
     }
-    const T r = std::exp(earlier.C - later.C);
-    for (std::size_t i = 0; i < earlier.S.size(); ++i) earlier.S[i] += r * later.S[i];
-    for (std::size_t i = 0; i < earlier.z.size(); ++i) earlier.z[i] += r * later.z[i];
+    earlier.add_scaled(later, std::exp(earlier.C - later.C));
 }
 
 template <class Map, class T, class Arch>
@@ -73,11 +71,8 @@ struct backward_kernels {
                                     ops::dot(F, &w.phi[r * F], st.z.data()), &nb[r * dv]);
             gemm_nn<Arch>(n, F, dv, nb.data(), dv, St.data(), F, dph.data(), F, false);
             for (index_t r = 0; r < n; ++r)
-                for (index_t f = 0; f < F; ++f) {
-                    dph[r * F + f] += e[r] * st.z[f];
-                    dst.z[f] += w.phi[r * F + f] * e[r];
-                }
-            gemm_tn<Arch>(F, dv, n, w.phi.data(), F, nb.data(), dv, dst.S.data(), dv, true);
+                for (index_t f = 0; f < F; ++f) dph[r * F + f] += e[r] * st.z[f];
+            dst.template add<Arch>(n, w.phi.data(), nb.data(), e.data(), w.state_scratch);
             w.vjp(n, w.phi.data(), dph.data(), pg.d_bias.data());
             w.input_grads(n, g.dq + (p * pb.q_len + i) * sp.d, pg.d_omega.data());
         }
@@ -184,25 +179,21 @@ struct backward_kernels {
             wq.input_grads(n, g.dq + (p * pb.q_len + i) * sp.d, pg.d_omega.data());
             if (totals) {
                 if (totals->empty) totals->C = C_all[i0];
-                add_query_rows(wq.phi.data(), n, F, dv, nb, e, &C_all[i], *totals);
+                add_query_rows(wq.phi.data(), n, F, nb, e, &C_all[i], *totals, wq.state_scratch);
             }
-            fwd::causal_update(pb, p, i, nvalid, F, ct, st);
+            fwd::causal_update(pb, p, i, nvalid, F, ct, st, wk.state_scratch);
         }
     }
 
     /// D += Σ_r e^{C_D − C_r} φ_q,r n_rᵀ, dz likewise (scales the rows of ph in place).
-    static void add_query_rows(T* ph, index_t n, index_t F, index_t dv, const T* nb, const T* e, const T* C,
-                               key_state<T>& D) {
-        for (index_t r = 0; r < n; ++r) {
-            T h = 1;
-            if constexpr (Map::has_stabiliser) h = std::exp(D.C - C[r]);
-            for (index_t f = 0; f < F; ++f) {
-                ph[r * F + f] *= h;
-                D.z[f] += ph[r * F + f] * e[r];
+    static void add_query_rows(T* ph, index_t n, index_t F, const T* nb, const T* e, const T* C, key_state<T>& D,
+                               std::vector<T>& scratch) {
+        if constexpr (Map::has_stabiliser)
+            for (index_t r = 0; r < n; ++r) {
+                const T h = std::exp(D.C - C[r]);
+                for (index_t f = 0; f < F; ++f) ph[r * F + f] *= h;
             }
-        }
-        gemm_tn<Arch>(F, dv, n, ph, F, nb, dv, D.S.data(), dv, true);
-        D.empty = false;
+        D.template add<Arch>(n, ph, nb, e, scratch);
     }
 
     /// Causal reverse pass over [i0, i1), starting from the suffix sums D of later
@@ -247,10 +238,10 @@ struct backward_kernels {
             }
             // Move D's reference to this tile's first query and add the tile's queries.
             if constexpr (Map::has_stabiliser) {
-                if (!D.empty) D.rescale(std::exp(C_all[i] - D.C));
+                if (!D.empty && C_all[i] != D.C) D.rescale(std::exp(C_all[i] - D.C));
                 D.C = C_all[i];
             }
-            add_query_rows(wq.phi.data(), n, F, dv, nb, e, C_all + i, D);
+            add_query_rows(wq.phi.data(), n, F, nb, e, C_all + i, D, wq.state_scratch);
         }
     }
 };
@@ -284,11 +275,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
         }
         for (index_t p = 0; p < pb.problems; ++p) {
             auto& h = dst[sz(p * nseg)];
-            for (index_t s = 1; s < nseg; ++s) {
-                const auto& o = dst[sz(p * nseg + s)];
-                for (std::size_t i = 0; i < h.S.size(); ++i) h.S[i] += o.S[i];
-                for (std::size_t i = 0; i < h.z.size(); ++i) h.z[i] += o.z[i];
-            }
+            for (index_t s = 1; s < nseg; ++s) h.add_scaled(dst[sz(p * nseg + s)], T(1));
             // Every query saw the one common shift of the full key state.
             h.C = st[sz(p * nseg)].C;
             h.empty = pb.q_len == 0;

@@ -6,6 +6,7 @@
 // from earlier tiles, then the tile's keys are added to the state. Only one tile of
 // feature rows exists at a time. A single long head is split into a fixed number of
 // segments whose partial states are combined in order (results independent of threads).
+// fp32 running states are compensated (tile.hpp: double totals, float copies).
 #pragma once
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
@@ -37,8 +38,7 @@ struct forward_kernels {
                 st.raise_to(st.empty ? tmax : std::max(st.C, tmax));
             }
             w.activate(n, w.phi.data(), true, st.C);
-            contract<Arch>(n, sp.F, pb.dv, w.phi.data(), Vv + j * pb.dv, st.S.data(), st.z.data());
-            st.empty = false;
+            st.template add<Arch>(n, w.phi.data(), Vv + j * pb.dv, nullptr, w.state_scratch);
         }
     }
 
@@ -131,7 +131,7 @@ struct forward_kernels {
 
     /// Adds the tile's valid keys (features at own shifts in ct.phk) to st.
     static void causal_update(const attention_problem<Map, T>& pb, index_t p, index_t i, index_t nvalid, index_t F,
-                              causal_tile& ct, key_state<T>& st) {
+                              causal_tile& ct, key_state<T>& st, std::vector<T>& scratch) {
         if (nvalid == 0) return;
         if constexpr (Map::has_stabiliser) {
             const T Cn = ct.Ci[nvalid - 1];
@@ -141,8 +141,7 @@ struct forward_kernels {
                 for (index_t f = 0; f < F; ++f) ct.phk[r * F + f] *= w;
             }
         }
-        contract<Arch>(nvalid, F, pb.dv, ct.phk.data(), pb.v + (p * pb.k_len + i) * pb.dv, st.S.data(), st.z.data());
-        st.empty = false;
+        st.template add<Arch>(nvalid, ct.phk.data(), pb.v + (p * pb.k_len + i) * pb.dv, nullptr, scratch);
     }
 
     /// Causal attention for positions [i0, i1) of head p, starting from st (the keys
@@ -174,7 +173,7 @@ struct forward_kernels {
                 const T inv = T(1) / den;
                 for (index_t c = 0; c < dv; ++c) O[(i + r) * dv + c] = ct.num[r * dv + c] * inv;
             }
-            causal_update(pb, p, i, nvalid, F, ct, st);
+            causal_update(pb, p, i, nvalid, F, ct, st, wk.state_scratch);
         }
     }
 };
@@ -218,12 +217,8 @@ std::vector<key_state<T>> exchange_states(const typename slice_link<T>::exchange
     exchange(slice_states<const T>{oS.data(), oz.data(), oC.data()}, slice_states<T>{xS.data(), xz.data(), xC.data()});
     std::vector<key_state<T>> others(sz(problems), key_state<T>(F, dv));
     for (index_t p = 0; p < problems; ++p) {
-        auto& st = others[sz(p)];
-        st.empty = xC[sz(p)] == empty_shift<T>();
-        if (st.empty) continue;
-        st.C = xC[sz(p)];
-        std::copy_n(xS.begin() + p * F * dv, F * dv, st.S.begin());
-        std::copy_n(xz.begin() + p * F, F, st.z.begin());
+        if (xC[sz(p)] == empty_shift<T>()) continue;
+        others[sz(p)].assign(xS.data() + p * F * dv, xz.data() + p * F, xC[sz(p)]);
     }
     return others;
 }

@@ -5,6 +5,13 @@
 // feature buffer ever materialised. Stabilised maps (favor) carry a log-scale C with
 // every state: the state holds Σ_j φ(k_j)·e^{−C} v_jᵀ, so merging two states rescales
 // the one with the smaller C by e^{C_small − C_large} ≤ 1 (never overflows).
+//
+// fp32 states are compensated: a float state keeps its running totals S, z in double and
+// a float copy (what the tile products read). Each tile's contribution is formed in float
+// over ≤ tile_rows rows, then added to the double totals and the copy refreshed, so the
+// rounding error of a prefix sum over L tokens stays at a few ε instead of growing ~L·ε
+// (causal prefix sums, backward suffix sums, segment totals). fp64 states accumulate in
+// place as before.
 #pragma once
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
@@ -12,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "../../linalg/row_ops.hpp"
@@ -27,23 +35,79 @@ inline constexpr index_t tile_rows = 64;
 /// Extent as a container size.
 constexpr std::size_t sz(index_t n) { return static_cast<std::size_t>(n); }
 
-/// Linear-attention key state (S, z) at log-scale C; `empty` until a key is added.
+/// Linear-attention state (S, z) at log-scale C; `empty` until a row is added. S and z
+/// are read by the kernels; they change only through add / add_scaled / rescale / assign,
+/// which keep the double totals of a compensated (float) state in step.
 template <class T>
 struct key_state {
+    static constexpr bool compensated = std::is_same_v<T, float>;
     std::vector<T> S, z;
+    std::vector<double> Sd, zd;  ///< compensated: the running totals (S, z are their roundings)
     T C = 0;
     bool empty = true;
 
-    key_state(index_t F, index_t dv) : S(sz(F * dv), T(0)), z(sz(F), T(0)) {}
+    key_state(index_t F, index_t dv)
+        : S(sz(F * dv), T(0)), z(sz(F), T(0)), Sd(compensated ? sz(F * dv) : 0), zd(compensated ? sz(F) : 0) {}
 
     void rescale(T r) {
-        for (auto& s : S) s *= r;
-        for (auto& s : z) s *= r;
+        if constexpr (compensated) {
+            const double rd = r;
+#pragma omp simd
+            for (std::size_t i = 0; i < S.size(); ++i) S[i] = static_cast<T>(Sd[i] *= rd);
+            for (std::size_t i = 0; i < z.size(); ++i) z[i] = static_cast<T>(zd[i] *= rd);
+        } else {
+            for (auto& s : S) s *= r;
+            for (auto& s : z) s *= r;
+        }
     }
     /// Moves the reference shift to C_new ≥ C.
     void raise_to(T C_new) {
         if (!empty && C_new > C) rescale(std::exp(C - C_new));
         C = C_new;
+    }
+    /// S += Φᵀ V, z += Φᵀ w (w = 1 when nullptr) for n rows of Φ (n × F) and V (n × dv).
+    /// `scratch` (any size) holds a compensated state's tile contribution.
+    template <class Arch>
+    void add(index_t n, const T* phi, const T* V, const T* w, std::vector<T>& scratch) {
+        const index_t F = index_t(z.size()), dv = F ? index_t(S.size()) / F : 0;
+        if constexpr (compensated) {
+            scratch.resize(S.size() + z.size());
+            T* dS = scratch.data();
+            T* dz = dS + S.size();
+            gemm_tn<Arch>(F, dv, n, phi, F, V, dv, dS, dv, false);
+            std::fill_n(dz, F, T(0));
+            row_sums(n, F, phi, w, dz);
+#pragma omp simd
+            for (std::size_t i = 0; i < S.size(); ++i) S[i] = static_cast<T>(Sd[i] += double(dS[i]));
+            for (std::size_t i = 0; i < z.size(); ++i) z[i] = static_cast<T>(zd[i] += double(dz[i]));
+        } else {
+            gemm_tn<Arch>(F, dv, n, phi, F, V, dv, S.data(), dv, true);
+            row_sums(n, F, phi, w, z.data());
+        }
+        empty = false;
+    }
+    /// this += r · o (both at this state's shift after the caller's choice of r).
+    void add_scaled(const key_state& o, T r) {
+        if constexpr (compensated) {
+            const double rd = r;
+#pragma omp simd
+            for (std::size_t i = 0; i < S.size(); ++i) S[i] = static_cast<T>(Sd[i] += rd * o.Sd[i]);
+            for (std::size_t i = 0; i < z.size(); ++i) z[i] = static_cast<T>(zd[i] += rd * o.zd[i]);
+        } else {
+            for (std::size_t i = 0; i < S.size(); ++i) S[i] += r * o.S[i];
+            for (std::size_t i = 0; i < z.size(); ++i) z[i] += r * o.z[i];
+        }
+    }
+    /// Sets S, z from outside data (a split link's exchange), a non-empty state at C.
+    void assign(const T* S_new, const T* z_new, T C_new) {
+        std::copy_n(S_new, S.size(), S.begin());
+        std::copy_n(z_new, z.size(), z.begin());
+        if constexpr (compensated) {
+            std::copy(S.begin(), S.end(), Sd.begin());
+            std::copy(z.begin(), z.end(), zd.begin());
+        }
+        C = C_new;
+        empty = false;
     }
     /// this ← this ⊕ other (fixed order: this first).
     void merge(const key_state& o) {
@@ -54,9 +118,16 @@ struct key_state {
         }
         const T Cn = std::max(C, o.C);
         raise_to(Cn);
-        const T r = std::exp(o.C - Cn);
-        for (std::size_t i = 0; i < S.size(); ++i) S[i] += r * o.S[i];
-        for (std::size_t i = 0; i < z.size(); ++i) z[i] += r * o.z[i];
+        add_scaled(o, std::exp(o.C - Cn));
+    }
+
+private:
+    /// acc[f] += Σ_r Φ[r][f] · w[r] (w = 1 when nullptr).
+    static void row_sums(index_t n, index_t F, const T* phi, const T* w, T* acc) {
+        for (index_t r = 0; r < n; ++r) {
+            const T wr = w ? w[r] : T(1);
+            for (index_t f = 0; f < F; ++f) acc[f] += phi[r * F + f] * wr;
+        }
     }
 };
 
@@ -84,6 +155,7 @@ struct tile_worker {
     using ops = simd_ops<Arch>;
     const spectral<Map, T>& sp;
     std::vector<T> xs, u, phi, shift, work, du, dxd;
+    std::vector<T> state_scratch;  ///< a compensated state's tile contribution (key_state::add)
 
     explicit tile_worker(const spectral<Map, T>& s)
         : sp(s),
@@ -132,14 +204,6 @@ struct tile_worker {
         gemm_tn<Arch>(sp.d, sp.P, n, xs.data(), sp.d, du.data(), sp.P, d_omega, sp.P, true);
     }
 };
-
-/// S += Φᵀ V, z += Φᵀ 1 for n rows.
-template <class Arch, class T>
-void contract(index_t n, index_t F, index_t dv, const T* phi, const T* v, T* S, T* z) {
-    gemm_tn<Arch>(F, dv, n, phi, F, v, dv, S, dv, true);
-    for (index_t r = 0; r < n; ++r)
-        for (index_t f = 0; f < F; ++f) z[f] += phi[r * F + f];
-}
 
 /// Fixed, thread-count-independent split of [0, n) into `parts` contiguous ranges whose
 /// boundaries are multiples of tile_rows.
