@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "checkpoint.hpp"
-#include "loss.hpp"
+#include "inference.hpp"
 #include "metrics.hpp"
 #include "model_factory.hpp"
 #include "model_file.hpp"
@@ -62,17 +62,8 @@ struct text_model_holder final : text_model_base {
     parameter_list parameters() override { return model.parameters(); }
 
     tensor<float> probabilities(const dataset& d, index_t batch_size) override {
-        const index_t n = d.size(), C = model.config().classes;
-        tensor<float> out = tensor<float>::from_shape({std::size_t(n), std::size_t(C)});
-        for (index_t lo = 0; lo < n; lo += batch_size) {
-            std::vector<index_t> idx(std::size_t(std::min(batch_size, n - lo)));
-            for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = lo + index_t(i);
-            const batch b = d.make_batch(idx);
-            context ctx;
-            const auto ce = cross_entropy(model.forward(b, ctx), b.labels, 0.0);  // as trainer::evaluate
-            std::copy(ce.probs.begin(), ce.probs.end(), out.data() + lo * C);
-        }
-        return out;
+        if (d.size() == 0) return tensor<float>::from_shape({0, std::size_t(model.config().classes)});
+        return predict_proba(model, d, batch_size);  // nn/inference.hpp: the batches of trainer::evaluate
     }
 
     fit_result fit(const dataset& train, const dataset* dev, const trainer_config& cfg) override {
