@@ -6,6 +6,7 @@
 // `activation_kind` selects one at run time; `activation_layer<T>` applies it to a tensor,
 // keeps its input, and backward returns dy ⊙ f'(x). gelu is evaluated in double, stored as
 // T; relu is exact in T (max(x, 0) and dy·[x > 0] round identically in any precision).
+// The uniform forward(x, ctx) / backward(dy, ctx) / collect (nn/layer.hpp) ignore ctx.
 #pragma once
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "parameter.hpp"
 #include "tensor.hpp"
 
 namespace kattn::nn {
@@ -74,6 +76,10 @@ public:
         return apply(x_);
     }
 
+    /// The uniform calls (nn/layer.hpp): the same as forward(x); the context is ignored.
+    tensor<T> forward(const tensor<T>& x, const context&) { return forward(x); }
+    tensor<T> forward(tensor<T>&& x, const context&) { return forward(std::move(x)); }
+
     /// dy ⊙ f'(x) for the x of the last forward.
     tensor<T> backward(const tensor<T>& dy) const {
         detail::require(dy.dimension() == 2 && dy.shape() == x_.shape(), "dy",
@@ -98,6 +104,13 @@ public:
             map<gelu>(x_, dy, true);
         return std::move(dy);
     }
+
+    /// The same as backward(dy); the context is ignored.
+    tensor<T> backward(const tensor<T>& dy, const context&) const { return backward(dy); }
+    tensor<T> backward(tensor<T>&& dy, const context&) const { return backward(std::move(dy)); }
+
+    /// No parameters.
+    void collect(parameter_list&, const std::string&) {}
 
 private:
     /// out = f(x), or out ⊙= f'(x) when derivative.

@@ -67,7 +67,7 @@ public:
     }
 
     void backward(const tensor<T>& dlogits, const context& ctx) {
-        const tensor<T> dh = pool_.backward(head_.backward(dlogits, ctx));
+        const tensor<T> dh = pool_.backward(head_.backward(dlogits, ctx), ctx);
         input_.backward(enc_.backward(dh, ctx), ctx);
     }
 

@@ -10,7 +10,7 @@
 // and the mask is a pure function of (seed, step, stream, i): identical for any thread count
 // and reproducible per step. At evaluation, or with p = 0, y = x. backward multiplies dy by
 // the mask of the last forward. Layers that hold several dropouts give each its own seed
-// (detail::sub_seed). No parameters.
+// (detail::sub_seed). No parameters. backward(dy) or backward(dy, ctx) (nn/layer.hpp).
 // A data-parallel shard (ctx.batch_offset = o > 0 sequences of the whole batch before it)
 // indexes its elements as the whole batch would: i = (o·length + row)·width + col for token
 // rows (x of ctx.rows() rows), i = (o + row)·width + col for pooled rows (x of ctx.batch
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "detail/seed.hpp"
+#include "parameter.hpp"
 #include "tensor.hpp"
 
 namespace kattn::nn {
@@ -138,6 +139,14 @@ public:
         if (!mask_.empty()) apply_mask(dy);
         return std::move(dy);
     }
+
+    /// The uniform calls (nn/layer.hpp): the same as backward(dy); the mask is the last
+    /// forward's, so the context is ignored.
+    tensor<T> backward(const tensor<T>& dy, const context&) const { return backward(dy); }
+    tensor<T> backward(tensor<T>&& dy, const context&) const { return backward(std::move(dy)); }
+
+    /// No parameters.
+    void collect(parameter_list&, const std::string&) {}
 
 private:
     void apply_mask(tensor<T>& d) const {

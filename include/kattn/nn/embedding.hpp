@@ -7,6 +7,8 @@
 // gradient, so an optimiser leaves it at zero (PyTorch's padding_idx); padding ids embed
 // to zero whatever that row holds. Parameter:
 // "<prefix>.weight" (weight decay applies, as with PyTorch's AdamW over all parameters).
+// forward(ids) / backward(dy), or the uniform forward(ids, ctx) / backward(dy, ctx)
+// (nn/layer.hpp; ctx ignored).
 #pragma once
 
 #include <algorithm>
@@ -79,6 +81,9 @@ public:
         return y;
     }
 
+    /// The uniform call (nn/layer.hpp): the same as forward(ids); the context is ignored.
+    tensor<T> forward(std::span<const std::int32_t> ids, const context&) { return forward(ids); }
+
     /// Accumulates dE for dy [n, dim] of the last forward (rows in order: deterministic).
     void backward(const tensor<T>& dy) {
         const index_t n = index_t(ids_.size()), d = cfg_.dim;
@@ -93,6 +98,9 @@ public:
             for (index_t c = 0; c < d; ++c) g[c] += s * dy(r, c);
         }
     }
+
+    /// The same as backward(dy) (void: ids have no gradient); the context is ignored.
+    void backward(const tensor<T>& dy, const context&) { backward(dy); }
 
     void collect(parameter_list& ps, const std::string& prefix) { ps.push_back(view(prefix + ".weight", w_, true)); }
 

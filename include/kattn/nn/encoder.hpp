@@ -6,8 +6,9 @@
 //       h = x + Dropout(Attn(LN₁(x)))          y = h + Dropout(FFN(LN₂(h)))
 //
 // `Attention` is any layer with forward(x, ctx) → [B·L, D], backward(dy, ctx) → dx,
-// collect(ps, prefix) and name(): nn::softmax_mha, nn::kernel_mha<Map, Sampler> (Performer),
-// nn::fska_attention, nn::coulomb_attention<Map>, or a user's own. Optional capabilities,
+// collect(ps, prefix) and name() (the concept nn::attention_layer, nn/layer.hpp):
+// nn::softmax_mha, nn::kernel_mha<Map, Sampler> (Performer), nn::fska_attention,
+// nn::coulomb_attention<Map>, or a user's own. Optional capabilities,
 // detected with requires-expressions (has_regularization, has_attention_entropy,
 // has_alignment): a loss term `regularization(ctx)` (FSKA's KL to the NGSM prior), the mean
 // attention entropy, and Coulomb's phase A `align(pooled, labels, steps)`.
@@ -75,22 +76,22 @@ public:
 
     tensor<T> forward(const tensor<T>& x, const context& ctx) {
         if (pre_ln_) {
-            tensor<T> h = x + drop1_.forward(attn_.forward(ln1_.forward(x), ctx), ctx);
-            return h + drop2_.forward(ffn_.forward(ln2_.forward(h), ctx), ctx);
+            tensor<T> h = x + drop1_.forward(attn_.forward(ln1_.forward(x, ctx), ctx), ctx);
+            return h + drop2_.forward(ffn_.forward(ln2_.forward(h, ctx), ctx), ctx);
         }
-        tensor<T> h = ln1_.forward(x + drop1_.forward(attn_.forward(x, ctx), ctx));
-        return ln2_.forward(h + drop2_.forward(ffn_.forward(h, ctx), ctx));
+        tensor<T> h = ln1_.forward(x + drop1_.forward(attn_.forward(x, ctx), ctx), ctx);
+        return ln2_.forward(h + drop2_.forward(ffn_.forward(h, ctx), ctx), ctx);
     }
 
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
         if (pre_ln_) {
-            tensor<T> dh = dy + ln2_.backward(ffn_.backward(drop2_.backward(dy), ctx));
-            return dh + ln1_.backward(attn_.backward(drop1_.backward(dh), ctx));
+            tensor<T> dh = dy + ln2_.backward(ffn_.backward(drop2_.backward(dy, ctx), ctx), ctx);
+            return dh + ln1_.backward(attn_.backward(drop1_.backward(dh, ctx), ctx), ctx);
         }
-        const tensor<T> ds = ln2_.backward(dy);  // d(h + drop(ffn(h)))
-        tensor<T> dh = ds + ffn_.backward(drop2_.backward(ds), ctx);
-        const tensor<T> dr = ln1_.backward(dh);  // d(x + drop(attn(x)))
-        return dr + attn_.backward(drop1_.backward(dr), ctx);
+        const tensor<T> ds = ln2_.backward(dy, ctx);  // d(h + drop(ffn(h)))
+        tensor<T> dh = ds + ffn_.backward(drop2_.backward(ds, ctx), ctx);
+        const tensor<T> dr = ln1_.backward(dh, ctx);  // d(x + drop(attn(x)))
+        return dr + attn_.backward(drop1_.backward(dr, ctx), ctx);
     }
 
     void collect(parameter_list& ps, const std::string& prefix) {

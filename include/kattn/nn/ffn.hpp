@@ -50,13 +50,13 @@ public:
     /// y [B·L, dim] for x [B·L, dim]; caches what backward needs.
     tensor<T> forward(const tensor<T>& x, const context& ctx) {
         detail::check_rows("x", x, ctx, cfg_.dim);
-        return fc2_.forward(drop_.forward(act_.forward(fc1_.forward(x)), ctx));
+        return fc2_.forward(drop_.forward(act_.forward(fc1_.forward(x, ctx), ctx), ctx), ctx);
     }
 
     /// dx for dy [B·L, dim] of the last forward; accumulates the parameter gradients.
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
         detail::check_rows("dy", dy, ctx, cfg_.dim);
-        return fc1_.backward(act_.backward(drop_.backward(fc2_.backward(dy))));
+        return fc1_.backward(act_.backward(drop_.backward(fc2_.backward(dy, ctx), ctx), ctx), ctx);
     }
 
     void collect(parameter_list& ps, const std::string& prefix) {

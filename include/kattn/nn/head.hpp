@@ -53,15 +53,15 @@ public:
     /// logits [B, classes] for pooled [B = ctx.batch, dim].
     tensor<T> forward(const tensor<T>& pooled, const context& ctx) {
         check("pooled", pooled, ctx, cfg_.dim);
-        if (cfg_.hidden == 0) return fc1_.forward(pooled);
-        return fc2_.forward(drop_.forward(act_.forward(fc1_.forward(pooled)), ctx));
+        if (cfg_.hidden == 0) return fc1_.forward(pooled, ctx);
+        return fc2_.forward(drop_.forward(act_.forward(fc1_.forward(pooled, ctx), ctx), ctx), ctx);
     }
 
     /// d pooled for dlogits [B, classes] of the last forward; accumulates gradients.
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
         check("dy", dy, ctx, cfg_.classes);
-        if (cfg_.hidden == 0) return fc1_.backward(dy);
-        return fc1_.backward(act_.backward(drop_.backward(fc2_.backward(dy))));
+        if (cfg_.hidden == 0) return fc1_.backward(dy, ctx);
+        return fc1_.backward(act_.backward(drop_.backward(fc2_.backward(dy, ctx), ctx), ctx), ctx);
     }
 
     void collect(parameter_list& ps, const std::string& prefix) {

@@ -46,9 +46,9 @@ public:
         ctx.batch = b.size;
         ctx.length = b.length;
         ctx.lengths = b.lengths;
-        return pos_.forward(emb_.forward(b.tokens), ctx);
+        return pos_.forward(emb_.forward(b.tokens, ctx), ctx);
     }
-    void backward(const tensor<T>& dx, const context&) { emb_.backward(dx); }
+    void backward(const tensor<T>& dx, const context& ctx) { emb_.backward(dx, ctx); }
     void collect(parameter_list& ps, const std::string& prefix) { emb_.collect(ps, prefix + ".embedding"); }
 
 private:
@@ -84,9 +84,9 @@ public:
         ctx.lengths.clear();
         tensor<T> images = tensor<T>::from_shape({std::size_t(b.size), std::size_t(b.item_size)});
         std::copy(b.pixels.begin(), b.pixels.end(), images.data());
-        return pos_.forward(patch_.forward(images), ctx);
+        return pos_.forward(patch_.forward(images, ctx), ctx);
     }
-    void backward(const tensor<T>& dx, const context&) { patch_.backward(dx); }
+    void backward(const tensor<T>& dx, const context& ctx) { patch_.backward(dx, ctx); }
     void collect(parameter_list& ps, const std::string& prefix) { patch_.collect(ps, prefix + ".patch"); }
 
 private:

@@ -6,7 +6,8 @@
 // Exact backward, with g = dy ⊙ γ:
 //   dx = ρ · (g − mean(g) − x̂ · mean(g ⊙ x̂)),   dγ += Σ_rows dy ⊙ x̂,   dβ += Σ_rows dy
 // Row statistics are accumulated in double. Parameters "<prefix>.weight" (γ) and
-// "<prefix>.bias" (β), both without weight decay.
+// "<prefix>.bias" (β), both without weight decay. forward(x) / backward(dy), or the uniform
+// forward(x, ctx) / backward(dy, ctx) (nn/layer.hpp; ctx ignored).
 #pragma once
 
 #include <algorithm>
@@ -49,6 +50,8 @@ public:
 
     /// Forward with x̂ and ρ kept for backward.
     tensor<T> forward(const tensor<T>& x) { return run(x, xhat_, rstd_); }
+    /// The uniform call (nn/layer.hpp): the same; the context is ignored.
+    tensor<T> forward(const tensor<T>& x, const context&) { return forward(x); }
 
     /// dx for dy [n, dim] of the last forward; accumulates dγ, dβ.
     tensor<T> backward(const tensor<T>& dy) {
@@ -83,6 +86,9 @@ public:
             }
         return dx;
     }
+
+    /// The same as backward(dy); the context is ignored.
+    tensor<T> backward(const tensor<T>& dy, const context&) { return backward(dy); }
 
     void collect(parameter_list& ps, const std::string& prefix) {
         ps.push_back(view(prefix + ".weight", gamma_, false));

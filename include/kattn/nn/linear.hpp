@@ -3,7 +3,8 @@
 //   W ∈ R^{in × out} (row-major; the transpose of PyTorch's Linear.weight), b ∈ R^{out}
 //   init: W, b ~ U(−1/√in, 1/√in) (PyTorch's default), or Xavier/orthogonal via set_weight
 //   backward: dx = dy·Wᵀ, dW += xᵀ·dy, db += Σ_rows dy
-// The layer keeps a copy of its last input for backward. Parameters: "<prefix>.weight",
+// The layer keeps a copy of its last input for backward. forward(x) / backward(dy) or the
+// uniform forward(x, ctx) / backward(dy, ctx) (nn/layer.hpp; ctx ignored). Parameters: "<prefix>.weight",
 // "<prefix>.bias" (bias excluded from weight decay). A frozen layer (trainable = false)
 // still propagates dx but exposes no parameters.
 #pragma once
@@ -79,6 +80,10 @@ public:
         return y;
     }
 
+    /// The uniform calls (nn/layer.hpp): the same as forward(x); the context is ignored.
+    tensor<T> forward(const tensor<T>& x, const context&) { return forward(x); }
+    tensor<T> forward(tensor<T>&& x, const context&) { return forward(std::move(x)); }
+
     /// dx for dy [n, out] of the last forward; accumulates dW, db when trainable.
     tensor<T> backward(const tensor<T>& dy) {
         const index_t n = index_t(x_.shape()[0]);
@@ -95,6 +100,9 @@ public:
         detail::matmul_bt<T, Gemm>(n, cfg_.in, cfg_.out, dy.data(), w_.data(), dx.data(), false);
         return dx;
     }
+
+    /// The same as backward(dy); the context is ignored.
+    tensor<T> backward(const tensor<T>& dy, const context&) { return backward(dy); }
 
     void collect(parameter_list& ps, const std::string& prefix) {
         if (!cfg_.trainable) return;

@@ -6,7 +6,8 @@
 //   token = Linear(ph·pw → dim)(patch)            (nn::linear: W, b ~ U(±1/√(ph·pw)))
 // so images [B, H·W] → tokens [B·L, dim]. Rows as tokens: ph = 1, pw = W; pixels as
 // tokens: ph = pw = 1; the whole image as one token: ph = H, pw = W.
-// backward accumulates the linear layer's gradients (pixels need no gradient).
+// backward accumulates the linear layer's gradients (pixels need no gradient); forward and
+// backward also take the (ignored) context: the uniform calls of nn/layer.hpp.
 // Parameters: "<prefix>.weight", "<prefix>.bias".
 #pragma once
 
@@ -76,9 +77,13 @@ public:
 
     /// Forward with the patches kept for backward.
     tensor<T> forward(const tensor<T>& images) { return lin_.forward(patches(images)); }
+    /// The uniform call (nn/layer.hpp): the same; the context is ignored.
+    tensor<T> forward(const tensor<T>& images, const context&) { return forward(images); }
 
     /// Accumulates the projection's gradients for dy [B·L, dim] of the last forward.
     void backward(const tensor<T>& dy) { lin_.backward(dy); }
+    /// The same (void: pixels get no gradient); the context is ignored.
+    void backward(const tensor<T>& dy, const context&) { backward(dy); }
 
     void collect(parameter_list& ps, const std::string& prefix) { lin_.collect(ps, prefix); }
 

@@ -3,12 +3,14 @@
 //   y[b, :] = (1/n_b) Σ_{t < n_b} x[b·L + t, :]        n_b = ctx.valid(b) (all L when
 //                                                       ctx.lengths is empty)
 //   dx[b·L + t, :] = dy[b, :] / n_b for t < n_b, 0 for padded tokens t ≥ n_b
-// [B·L, D] → [B, D]. Sums in double. No parameters.
+// [B·L, D] → [B, D]. Sums in double. No parameters. backward(dy) or the uniform
+// backward(dy, ctx) (nn/layer.hpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "parameter.hpp"
 #include "tensor.hpp"
 
 namespace kattn::nn {
@@ -54,6 +56,13 @@ public:
         }
         return dx;
     }
+
+    /// The uniform call (nn/layer.hpp): the same as backward(dy), with the structure of the
+    /// last forward (the context is not consulted).
+    tensor<T> backward(const tensor<T>& dy, const context&) const { return backward(dy); }
+
+    /// No parameters.
+    void collect(parameter_list&, const std::string&) {}
 
 private:
     index_t batch_ = 0, length_ = 0, width_ = 0;

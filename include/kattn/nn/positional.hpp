@@ -4,13 +4,14 @@
 //   PE[t, 2i+1] = cos(t / 10000^{2i/D})          t = 0 … max_length−1, D = dim
 // (odd D: the last column is a sine). forward adds PE[t] to row r = b·L + t of x
 // [B·L, D]; backward is the identity. The table is computed once, in double.
-// No parameters.
+// No parameters. backward(dy) or the uniform backward(dy, ctx) (nn/layer.hpp).
 #pragma once
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "parameter.hpp"
 #include "tensor.hpp"
 
 namespace kattn::nn {
@@ -61,6 +62,11 @@ public:
 
     /// The identity: dx = dy.
     tensor<T> backward(const tensor<T>& dy) const { return dy; }
+    /// The uniform call (nn/layer.hpp): the same; the context is ignored.
+    tensor<T> backward(const tensor<T>& dy, const context&) const { return dy; }
+
+    /// No parameters.
+    void collect(parameter_list&, const std::string&) {}
 
 private:
     positional_config cfg_{};
