@@ -9,15 +9,23 @@
 // early stopping) on the dev split by macro-F1; the test split is used once, at the end.
 // SST-2: train/dev/test as shipped (test = the GLUE dev set). Rotten Tomatoes: a seeded
 // 80/10/10 split (seed 42). Mean ± sd over the seeds.
+// Your own labelled TSV/CSV (docs/encoder.md §4; any number of classes, the models get the
+// class count of the data): --data-tsv FILE (one file, a seeded 80/10/10 split) or
+// --train FILE --test FILE [--dev FILE] (separate files, one vocabulary and class mapping);
+// columns: the first two (after a header line; --no-header: none), or --text-column /
+// --label-column by header name; labels are names (any strings), classes in sorted order.
 //
 //   text_classification                  full run: both data sets, 3 seeds
 //   text_classification --quick          a few minutes: 4,000 training sentences, 2 epochs, one seed
 //   text_classification --datasets rt --models fska,transformer --seeds 3 --json out.json
+//   text_classification --data-tsv data/text/examples/topics.tsv --models performer,fska
 #include <CLI/CLI.hpp>
 #include <omp.h>
 
 #include <cstdio>
+#include <filesystem>
 
+#include <kattn/nn/data/labelled_splits.hpp>
 #include <kattn/nn/data/text_datasets.hpp>
 
 #include "common/experiment.hpp"
@@ -34,6 +42,9 @@ int main(int argc, char** argv) {
     index_t epochs = 0, seeds_n = 0, batch = 64, threads = 0, max_length = 64, train_limit = 0, patience = 3;
     double lr = 1e-3, weight_decay = 1e-4;
     index_t min_freq = 2;
+    std::string data_tsv, train_file, dev_file, test_file, text_column, label_column;
+    std::uint64_t split_seed = 42;
+    bool no_header = false;
     experiment::model_options mo;
     mo.dim = 128;
     mo.heads = 2;
@@ -44,6 +55,18 @@ int main(int argc, char** argv) {
     app.add_option("--models", models_arg, "comma-separated model names (default: the full list)");
     app.add_option("--datasets", datasets_arg, "comma-separated: sst2, rt");
     app.add_option("--data", data_dir, "directory holding sst2/ and rt-polarity/");
+    auto* tsv_opt = app.add_option(
+        "--data-tsv", data_tsv, "your labelled TSV/CSV file (instead of --datasets), split 80/10/10 by --split-seed");
+    auto* train_opt =
+        app.add_option("--train", train_file, "your labelled training file (instead of --datasets)")->excludes(tsv_opt);
+    app.add_option("--dev", dev_file, "with --train: the dev file (model selection; none: the last epoch)")
+        ->needs(train_opt);
+    auto* test_opt = app.add_option("--test", test_file, "with --train: the test file")->needs(train_opt);
+    train_opt->needs(test_opt);
+    app.add_option("--split-seed", split_seed, "--data-tsv: the seed of the train/dev/test split");
+    app.add_option("--text-column", text_column, "your files: the text column's header name (default: column 1)");
+    app.add_option("--label-column", label_column, "your files: the label column's header name (default: column 2)");
+    app.add_flag("--no-header", no_header, "your files have no header line (columns: text, then label)");
     app.add_option("--epochs", epochs, "maximum epochs (default 10; quick 2)")->check(CLI::PositiveNumber);
     app.add_option("--patience", patience, "early stopping: epochs without a better dev macro-F1 (0: off)");
     app.add_option("--seeds", seeds_n, "seeds per model (default 3; quick 1): seeds 1 … N")->check(CLI::PositiveNumber);
@@ -94,7 +117,8 @@ int main(int argc, char** argv) {
     try {
         tcfg.batch_size = world.per_rank_batch(batch);
         const auto seeds = experiment::seed_list(seed_list, n_seeds);
-        for (const auto& ds : experiment::split_list(datasets_arg)) {
+        const bool own = !data_tsv.empty() || !train_file.empty();
+        for (const auto& ds : own ? std::vector<std::string>{"own"} : experiment::split_list(datasets_arg)) {
             nn::text_options to{.max_length = max_length,
                                 .min_freq = min_freq,
                                 .limit_train = train_limit > 0 ? train_limit
@@ -102,7 +126,22 @@ int main(int argc, char** argv) {
                                                                : 0};
             nn::text_splits data;
             std::string name;
-            if (ds == "sst2") {
+            if (own) {  // docs/encoder.md §4: one vocabulary and class mapping for all three splits
+                const nn::labelled_text_options read{
+                    .header = !no_header, .text_column = text_column, .label_column = label_column};
+                const std::string file = data_tsv.empty() ? train_file : data_tsv;
+                nn::labelled_splits own_data = data_tsv.empty()
+                                                   ? nn::load_labelled_splits(train_file, dev_file, test_file, read, to)
+                                                   : nn::split_labelled_text(data_tsv, {.seed = split_seed}, read, to);
+                if (world.root()) {
+                    std::printf("%s: %ld classes:", file.c_str(), long(own_data.num_classes()));
+                    for (const auto& label : own_data.label_names) std::printf(" %s", label.c_str());
+                    if (!data_tsv.empty()) std::printf(" (80/10/10 split, seed %llu)", (unsigned long long)split_seed);
+                    std::printf("\n");
+                }
+                data = std::move(own_data);  // the splits and vocabulary; each dataset knows its class count
+                name = std::filesystem::path(file).stem().string();
+            } else if (ds == "sst2") {
                 data = nn::load_sst2(data_dir + "/sst2", to);
                 name = "sst2";
             } else if (ds == "rt") {
@@ -122,7 +161,8 @@ int main(int argc, char** argv) {
             };
             for (const auto& m : models) {
                 records.push_back(experiment::run_model<nn::token_input<float>>(
-                    m, name, {&data.train, &data.dev, &data.test}, mo, tcfg, seeds, make_input, world.comm()));
+                    m, name, {&data.train, data.dev.size() > 0 ? &data.dev : nullptr, &data.test}, mo, tcfg, seeds,
+                    make_input, world.comm()));
                 if (!world.root()) continue;
                 experiment::print_table(records);
                 if (!json.empty()) experiment::write_json(json, records);
