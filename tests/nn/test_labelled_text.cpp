@@ -220,6 +220,18 @@ TEST_CASE("nn::read_labelled_text: every file defect names the file and the line
                                   {.labels = nn::label_type::integers}, 3),
                        "an integer label"));
     }
+    // class counts are bounded (fuzz finding: label 999999999 made a billion class names)
+    CHECK(contains(
+        load_error(dir, "huge_int.tsv", "text\tlabel\nok\t0\nhm\t999999999\n", {.labels = nn::label_type::integers}, 3),
+        "below max_classes = 65536"));
+    CHECK(contains(load_error(dir, "many.tsv", "text\tlabel\nok\ta\nhm\tb\nno\tc\n", {.max_classes = 2}, 4),
+                   "at most max_classes = 2 distinct labels"));
+    CHECK(contains(load_error(dir, "int999.tsv", "text\tlabel\nok\t999\n",
+                              {.labels = nn::label_type::integers, .max_classes = 999}, 2),
+                   "below max_classes = 999"));
+    CHECK(nn::read_labelled_text((dir.path / "int999.tsv").string(),
+                                 {.labels = nn::label_type::integers, .max_classes = 1000})
+              .num_classes() == 1000);
     // CSV: an unterminated quoted field (named by the line it opens on), junk after a closing quote
     CHECK(contains(load_error(dir, "open.csv", "text,label\nok,a\n\"never\nclosed,b\n", {}, 3), "never closed"));
     CHECK(contains(load_error(dir, "junk.csv", "text,label\n\"a\"x,b\n", {}, 2), "after a closing '\"'"));

@@ -23,8 +23,10 @@
 //                         else the distinct labels in byte-wise sorted order (label_order::
 //                         sorted, the default: the same mapping for any row order) or in
 //                         order of first appearance (label_order::first_appearance).
-//   label_type::integers  decimal labels 0 … 999999999 are the class ids; label_names is the
-//                         given list (every label must be below its size), else "0" … "max".
+//   label_type::integers  decimal labels 0 … max_classes − 1 are the class ids; label_names is
+//                         the given list (every label must be below its size), else "0" … "max".
+// At most max_classes classes (default 65,536) in either mode, so a hostile label such as
+// 999999999 cannot make the reader allocate a billion class names.
 // So that train, dev and test files share one mapping, read the training file first and pass
 // its label_names to the others (load_labelled_splits does this): a label of a later file
 // that the training file lacks is then an error naming that file and line.
@@ -67,6 +69,7 @@ struct labelled_text_options {
     std::vector<std::string> label_names{};   ///< caller-given classes: class k = label_names[k]
     char delimiter = 0;                       ///< 0: TAB (tsv) or ',' (csv)
     std::uint64_t max_bytes = text_max_bytes;
+    index_t max_classes = index_t(1) << 16;  ///< bound on the class count (integer labels: label < max_classes)
 };
 
 /// The records of a labelled text file, in file order.
@@ -281,6 +284,9 @@ inline labelled_data read_labelled_text(const std::string& path, const labelled_
             const std::int64_t v = label.size() <= 9 ? detail::parse_count(label) : -1;
             if (v < 0)
                 detail::fail_at(path, rec.line, "an integer label 0 ... 999999999", "'" + detail::excerpt(label) + "'");
+            if (v >= o.max_classes)
+                detail::fail_at(path, rec.line, "an integer label below max_classes = " + std::to_string(o.max_classes),
+                                label);
             id = int(v);
             if (given && id >= int(o.label_names.size()))
                 detail::fail_at(path, rec.line,
@@ -297,6 +303,10 @@ inline labelled_data read_labelled_text(const std::string& path, const labelled_
                                     detail::quoted_list(o.label_names) + ")",
                                 "unknown label '" + detail::excerpt(label) + "'");
             else {
+                if (index_t(d.label_names.size()) >= o.max_classes)
+                    detail::fail_at(path, rec.line,
+                                    "at most max_classes = " + std::to_string(o.max_classes) + " distinct labels",
+                                    "a new label '" + detail::excerpt(label) + "'");
                 id = int(d.label_names.size());
                 ids.emplace(label, id);
                 d.label_names.push_back(label);
