@@ -68,6 +68,11 @@ struct attention_config {
     operator attention_config<M, S>() const;
 };
 
+namespace detail {
+template <class C, class Get, class V>
+void apply_shorthand(C& c, const char* field, const std::optional<V>& v, Get get);
+}  // namespace detail
+
 /// Typed configuration of linear_attention<Map, Sampler, …>.
 template <detail::policy_type Map, class Sampler>
 struct attention_config<Map, Sampler> {
@@ -98,7 +103,21 @@ struct attention_config<Map, Sampler> {
 
     /// Writes every shorthand into `feature` / `sampler` and clears it. Throws kattn::error
     /// naming a shorthand that neither policy has.
-    void resolve();
+    void resolve() {
+        auto& c = *this;
+        detail::apply_shorthand(c, "temperature", temperature, detail::field::temperature);
+        detail::apply_shorthand(c, "floor", floor, detail::field::floor);
+        detail::apply_shorthand(c, "scale", scale, detail::field::scale);
+        detail::apply_shorthand(c, "renormalize", renormalize, detail::field::renormalize);
+        detail::apply_shorthand(c, "sigma", sigma, detail::field::sigma);
+        detail::apply_shorthand(c, "norms", norms, detail::field::norms);
+        temperature.reset();
+        floor.reset();
+        scale.reset();
+        renormalize.reset();
+        sigma.reset();
+        norms.reset();
+    }
     /// A copy with the shorthands resolved (see resolve()).
     attention_config resolved() const {
         attention_config c = *this;
@@ -127,23 +146,6 @@ void apply_shorthand(C& c, const char* field, const std::optional<V>& v, Get get
 }
 
 }  // namespace detail
-
-template <detail::policy_type Map, class Sampler>
-void attention_config<Map, Sampler>::resolve() {
-    auto& c = *this;
-    detail::apply_shorthand(c, "temperature", temperature, detail::field::temperature);
-    detail::apply_shorthand(c, "floor", floor, detail::field::floor);
-    detail::apply_shorthand(c, "scale", scale, detail::field::scale);
-    detail::apply_shorthand(c, "renormalize", renormalize, detail::field::renormalize);
-    detail::apply_shorthand(c, "sigma", sigma, detail::field::sigma);
-    detail::apply_shorthand(c, "norms", norms, detail::field::norms);
-    temperature.reset();
-    floor.reset();
-    scale.reset();
-    renormalize.reset();
-    sigma.reset();
-    norms.reset();
-}
 
 template <class Map, class Sampler>
 template <detail::policy_type M, class S>
