@@ -3,6 +3,8 @@
 // (missing array, wrong shape, missing file, bad names), leaving the parameters untouched.
 #include <doctest/doctest.h>
 
+#include "error_text.hpp"
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,18 +23,8 @@ std::string temp_path(const std::string& name) {
     return (std::filesystem::temp_directory_path() / ("kattn_test_ckpt_" + name + ".npz")).string();
 }
 
-/// The kattn::error message of f() ("" if nothing was thrown).
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const kattn::error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using kt::contains;
+using kt::error_text;
 
 std::string file_bytes(const std::string& path) {
     std::ifstream is(path, std::ios::binary);
@@ -108,31 +100,31 @@ TEST_CASE("nn::checkpoint: a missing array, a wrong shape and a missing file nam
     nn::parameter<float> extra({4});
     auto vs = b.views();
     vs.push_back(nn::view("head.extra", extra));
-    const std::string e1 = error_of([&] { nn::load_checkpoint(path, vs); });
-    CHECK(has(e1, "head.extra"));
-    CHECK(has(e1, path));
-    CHECK(has(e1, "missing"));
+    const std::string e1 = error_text([&] { nn::load_checkpoint(path, vs); });
+    CHECK(contains(e1, "head.extra"));
+    CHECK(contains(e1, path));
+    CHECK(contains(e1, "missing"));
     CHECK(b.w.value == before);
 
     // same name, different shape
     nn::parameter<float> w_t({5, 3});
     nn::parameter_list wrong = {nn::view("enc.w", w_t)};
-    const std::string e2 = error_of([&] { nn::load_checkpoint(path, wrong); });
-    CHECK(has(e2, "enc.w"));
-    CHECK(has(e2, path));
-    CHECK(has(e2, "[5, 3]"));
-    CHECK(has(e2, "[3, 5]"));
+    const std::string e2 = error_text([&] { nn::load_checkpoint(path, wrong); });
+    CHECK(contains(e2, "enc.w"));
+    CHECK(contains(e2, path));
+    CHECK(contains(e2, "[5, 3]"));
+    CHECK(contains(e2, "[3, 5]"));
 
     // missing file
     const std::string nowhere = temp_path("does_not_exist");
     std::filesystem::remove(nowhere);
     auto va = a.views();
-    CHECK(has(error_of([&] { nn::load_checkpoint(nowhere, va); }), nowhere));
+    CHECK(contains(error_text([&] { nn::load_checkpoint(nowhere, va); }), nowhere));
 
     // a file that is not an .npz
     const std::string junk = temp_path("junk");
     std::ofstream(junk) << "not a zip archive at all, just some text";
-    CHECK(has(error_of([&] { nn::load_checkpoint(junk, va); }), junk));
+    CHECK(contains(error_text([&] { nn::load_checkpoint(junk, va); }), junk));
     std::filesystem::remove(junk);
 
     // a directory that does not exist
@@ -164,22 +156,22 @@ TEST_CASE("nn::checkpoint: NaN, ±Inf and values beyond float's range are reject
         m.randomise(9);
         const std::vector<float> before = m.b.value;
         auto vs = m.views();
-        const std::string e = error_of([&] { nn::load_checkpoint(path, vs); });
-        CHECK(has(e, "enc.b"));
-        CHECK(has(e, path));
-        CHECK(has(e, "flat index 2"));
+        const std::string e = error_text([&] { nn::load_checkpoint(path, vs); });
+        CHECK(contains(e, "enc.b"));
+        CHECK(contains(e, path));
+        CHECK(contains(e, "flat index 2"));
         CHECK(m.b.value == before);
     }
     // a double view accepts 1e39 but not a NaN
     kattn::detail::write_npz(path, {{"flow.s", {2, 2, 4}, std::vector<double>(16, 1e39)}});
     nn::parameter<double> flow({2, 2, 4});
     nn::parameter_list only = {nn::view("flow.s", flow)};
-    CHECK(error_of([&] { nn::load_checkpoint(path, only); }).empty());
+    CHECK(error_text([&] { nn::load_checkpoint(path, only); }).empty());
     CHECK(flow.value[3] == 1e39);
     std::vector<double> with_nan(16, 0.0);
     with_nan[7] = std::numeric_limits<double>::quiet_NaN();
     kattn::detail::write_npz(path, {{"flow.s", {2, 2, 4}, with_nan}});
-    CHECK(has(error_of([&] { nn::load_checkpoint(path, only); }), "flat index 7"));
+    CHECK(contains(error_text([&] { nn::load_checkpoint(path, only); }), "flat index 7"));
     std::filesystem::remove(path);
 }
 
@@ -196,7 +188,7 @@ TEST_CASE("nn::checkpoint: a failed save keeps the previous checkpoint; a direct
     CHECK(file_bytes(path) == before);
     const auto dir = std::filesystem::temp_directory_path().string();
     auto vs = a.views();
-    CHECK(has(error_of([&] { nn::load_checkpoint(dir, vs); }), "a directory"));
-    CHECK(has(error_of([&] { nn::save_checkpoint(dir, a.views()); }), "a directory"));
+    CHECK(contains(error_text([&] { nn::load_checkpoint(dir, vs); }), "a directory"));
+    CHECK(contains(error_text([&] { nn::save_checkpoint(dir, a.views()); }), "a directory"));
     std::filesystem::remove(path);
 }

@@ -4,6 +4,8 @@
 // (counts, labels, the seeded split) and dataset::make_batch (padding, truncation).
 #include <doctest/doctest.h>
 
+#include "error_text.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -86,18 +88,8 @@ std::vector<unsigned char> idx_label_bytes(const std::vector<unsigned char>& lab
     return v;
 }
 
-/// The message of the kattn::error `f` throws ("" if none).
-template <class F>
-std::string error_text(F&& f) {
-    try {
-        f();
-    } catch (const kattn::error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using kt::contains;
+using kt::error_text;
 
 /// The repository's data/ (data/README.md), found from this source file or the working
 /// directory (the project root, or a build directory below it).

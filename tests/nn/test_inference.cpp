@@ -6,6 +6,8 @@
 // save, reload, predict new strings) — the code of docs/encoder.md "Your own labelled data".
 #include <doctest/doctest.h>
 
+#include "error_text.hpp"
+
 #include <omp.h>
 #include <unistd.h>
 
@@ -43,17 +45,8 @@ struct scratch {
     std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-template <class F>
-std::string error_text(F&& f) {
-    try {
-        f();
-    } catch (const kattn::error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using kt::contains;
+using kt::error_text;
 
 const std::vector<std::string> topic_names = {"politics", "science", "sports"};
 const std::vector<std::vector<std::string>> topic_words = {{"parliament", "election", "minister", "vote"},

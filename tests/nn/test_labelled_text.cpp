@@ -6,6 +6,8 @@
 // the seeded split of one file).
 #include <doctest/doctest.h>
 
+#include "error_text.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,17 +47,8 @@ struct scratch {
     }
 };
 
-template <class F>
-std::string error_text(F&& f) {
-    try {
-        f();
-    } catch (const kattn::error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using kt::contains;
+using kt::error_text;
 
 /// The error of reading `bytes` as file `name` with `o`: it must name the file and `line`.
 std::string load_error(const scratch& dir, const std::string& name, const std::string& bytes,
