@@ -241,8 +241,10 @@ void gradcheck_model(M model, const nn::context& ctx, bool key_shift_invariant =
                                              model.backward(g, ctx);  // void: ids have no gradient
                                              return g;
                                          },
-                                         ps, kt::randn2(1, 1, 0), 1e-5, 12, 1e-6, false);
-    CHECK(res.max_err_p < 1e-5);
+                                         ps, kt::randn2(1, 1, 0), 3e-5, 12, 1e-5, false);
+    // h = 1e-5, 3e-5: ten layers deep, the smallest gradients (~1e-6) are rounding-limited
+    // at h = 1e-6 with AVX2 FMA (1.1e-5 seen); a wrong gradient is off by O(1).
+    CHECK(res.max_err_p < 3e-5);
     for (const auto& p : key_bias)
         for (index_t i = 0; i < p.size(); ++i) CHECK(std::abs(p.grad_at(i)) < 1e-12);
 }

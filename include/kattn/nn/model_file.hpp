@@ -29,6 +29,7 @@
 
 #include "../io/file.hpp"
 #include "../io/npy.hpp"
+#include "../io/npz.hpp"
 #include "../io/zip.hpp"
 #include "data/text.hpp"
 #include "model_spec.hpp"
