@@ -223,6 +223,8 @@ TEST_CASE("extents whose product overflows index_t throw kattn::error before all
     }
     SUBCASE("the checked product") {
         CHECK(detail::checked_extent("a", "b", {3, 5, 7}) == 105);
+        CHECK(detail::checked_extent("a", "b", index_t(3), 5, 7u) == 105);  // the factor-by-factor form
+        kt::check_error([&] { (void)detail::checked_extent("a", "b", detail::max_extent, 2); }, {arg("a")});
         CHECK(detail::checked_extent("a", "b", {big, 0, big, big}) == 0);
         CHECK(detail::checked_extent("a", "b", {index_t(1) << 24, index_t(1) << 24}) == detail::max_extent);
         kt::check_error([&] { (void)detail::checked_extent("a", "b", {detail::max_extent, 2}); }, {arg("a")});

@@ -100,11 +100,11 @@ public:
                             "a finite value > 0", *cfg.input_scale);
         // Buffer sizes, overflow-checked before anything is allocated: Ω (d × num_features,
         // also the sampler's draw) and one head's state S (F × d_v, F ≤ 2·num_features).
-        detail::checked_extent("num_features", "head_dim x num_features (the entries of omega)",
-                               {cfg.head_dim, cfg.num_features});
+        detail::checked_extent("num_features", "head_dim x num_features (the entries of omega)", cfg.head_dim,
+                               cfg.num_features);
         m_ = map_traits::pairs_or_columns(cfg.num_features);
         detail::checked_extent("value_dim", "feature_dim x value_dim (the entries of one head's state S)",
-                               {Map::feature_dim(m_), cfg.value_dim});
+                               Map::feature_dim(m_), cfg.value_dim);
         Map::validate(cfg_.feature, cfg.head_dim, m_);
         input_scale_ = static_cast<T>(cfg.input_scale               ? *cfg.input_scale
                                       : map_traits::softmax_scaling ? std::pow(double(cfg.head_dim), -0.25)
@@ -164,8 +164,7 @@ public:
         detail::require(index_t(x.shape()[1]) == cfg_.head_dim && x.shape()[0] > 0, "x",
                         "shape [n >= 1, head_dim = " + std::to_string(cfg_.head_dim) + "]",
                         detail::shape_text(x.shape()));
-        detail::checked_extent("x", "rows x feature_dim (the features' entries)",
-                               {index_t(x.shape()[0]), feature_dim()});
+        detail::checked_extent("x", "rows x feature_dim (the features' entries)", index_t(x.shape()[0]), feature_dim());
         if (cfg_.check_finite) detail::check_finite("x", x.data(), index_t(x.size()));
         xt::xtensor<T, 2> phi = xt::xtensor<T, 2>::from_shape({x.shape()[0], std::size_t(feature_dim())});
         backends::feature_problem<Map, T> pb{spec(), x.data(), phi.data(), index_t(x.shape()[0]), input_scale_};
@@ -222,8 +221,8 @@ public:
     state initial_state(index_t batch = 1, index_t heads = 1) const {
         detail::require(batch >= 1, "batch", ">= 1", batch);
         detail::require(heads >= 1, "heads", ">= 1", heads);
-        detail::checked_extent("heads", "batch x heads x feature_dim x value_dim (the state's S)",
-                               {batch, heads, feature_dim(), cfg_.value_dim});
+        detail::checked_extent("heads", "batch x heads x feature_dim x value_dim (the state's S)", batch, heads,
+                               feature_dim(), cfg_.value_dim);
         const auto n = std::size_t(batch * heads), F = std::size_t(feature_dim()), dv = std::size_t(cfg_.value_dim);
         return state{batch,
                      heads,
@@ -279,7 +278,7 @@ private:
         using std::to_string;
         detail::require(st.batch >= 1, "state.batch", ">= 1 (a state from initial_state())", st.batch);
         detail::require(st.heads >= 1, "state.heads", ">= 1 (a state from initial_state())", st.heads);
-        const index_t n = detail::checked_extent("state.heads", "state.batch x state.heads", {st.batch, st.heads});
+        const index_t n = detail::checked_extent("state.heads", "state.batch x state.heads", st.batch, st.heads);
         const index_t F = feature_dim(), dv = cfg_.value_dim;
         // size == heads·per, tested without forming the product (per ≥ 1, F·d_v checked).
         const auto holds = [](const auto& v, index_t heads, index_t per) {
@@ -334,10 +333,10 @@ private:
                             "length equal to q's length " + std::to_string(a.q_len) + " (causal attention)", a.k_len);
         if (has_lengths) detail::check_key_lengths(lengths, a);
         // The backends' buffers: one head's feature rows (L × F), the heads' states (F × d_v each).
-        detail::checked_extent("q", "length x feature_dim (one head's feature rows)", {a.q_len, feature_dim()});
-        detail::checked_extent("k", "length x feature_dim (one head's feature rows)", {a.k_len, feature_dim()});
-        detail::checked_extent("q", "batch x heads x feature_dim x value_dim (the heads' states)",
-                               {a.problems(), feature_dim(), a.v_dim});
+        detail::checked_extent("q", "length x feature_dim (one head's feature rows)", a.q_len, feature_dim());
+        detail::checked_extent("k", "length x feature_dim (one head's feature rows)", a.k_len, feature_dim());
+        detail::checked_extent("q", "batch x heads x feature_dim x value_dim (the heads' states)", a.problems(),
+                               feature_dim(), a.v_dim);
         if (cfg_.check_finite) {
             detail::check_finite("q", q.data(), index_t(q.size()));
             detail::check_finite("k", k.data(), index_t(k.size()));

@@ -12,6 +12,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "../../core/config.hpp"
 #include "../../core/error.hpp"
@@ -42,6 +43,16 @@ inline index_t checked_extent(std::string_view arg, std::string_view what, std::
     std::string got;
     for (const index_t f : factors) got += (got.empty() ? "" : " x ") + to_text(f);
     fail(arg, std::string(what) + " at most 2^48 entries (overflow-checked)", got);
+}
+
+/// The same for the factors given one by one: checked_extent(arg, what, a, b, …). The
+/// operators call this form: nvcc's front end (CUDA 13) rewrites a braced list passed as an
+/// argument into a comma expression, so `{a, b}` arguments do not survive a .cu build.
+template <class... I>
+requires(sizeof...(I) >= 1 && (std::is_integral_v<I> && ...)) index_t
+    checked_extent(std::string_view arg, std::string_view what, I... factors) {
+    const index_t list[] = {index_t(factors)...};
+    return checked_extent(arg, what, std::initializer_list<index_t>(list, list + sizeof...(I)));
 }
 
 }  // namespace kattn::detail
