@@ -5,6 +5,8 @@
 // a flipped byte) and its atomic save (a failing write leaves the previous file intact).
 #include <doctest/doctest.h>
 
+#include "scratch_dir.hpp"
+
 #include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -31,20 +33,7 @@ namespace {
 
 using bytes = std::vector<unsigned char>;
 
-struct scratch_dir {
-    fs::path path;
-    scratch_dir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("kattn_test_data_hardening_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~scratch_dir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using scratch_dir = kt::scratch_dir;
 
 void put_u32(bytes& v, std::uint32_t x) {
     for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<unsigned char>(x >> s));

@@ -6,6 +6,8 @@
 // save, reload, predict new strings) — the code of docs/encoder.md "Your own labelled data".
 #include <doctest/doctest.h>
 
+#include "scratch_dir.hpp"
+
 #include "error_text.hpp"
 
 #include <omp.h>
@@ -30,20 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
-    fs::path path;
-    scratch() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("kattn_test_inference_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~scratch() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string file(const std::string& name) const { return (path / name).string(); }
-};
+using scratch = kt::scratch_dir;
 
 using kt::contains;
 using kt::error_text;

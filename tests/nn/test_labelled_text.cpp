@@ -6,6 +6,8 @@
 // the seeded split of one file).
 #include <doctest/doctest.h>
 
+#include "scratch_dir.hpp"
+
 #include "error_text.hpp"
 
 #include <unistd.h>
@@ -27,25 +29,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct scratch {
-    fs::path path;
-    scratch() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("kattn_test_labelled_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::create_directories(path);
-    }
-    ~scratch() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    /// Writes `bytes` to the file `name` and returns its path.
-    std::string write(const std::string& name, const std::string& bytes) const {
-        const std::string p = (path / name).string();
-        std::ofstream(p, std::ios::binary) << bytes;
-        return p;
-    }
-};
+using scratch = kt::scratch_dir;
 
 using kt::contains;
 using kt::error_text;
