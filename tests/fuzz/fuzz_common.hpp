@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -135,6 +136,20 @@ inline npz_listing list_npz(std::string_view b, std::size_t max_names = 16, std:
         if (ok && q < b.size()) out.shapes.push_back(std::move(shape));
     }
     return out;
+}
+
+/// The input cut at its first two NUL bytes into three parts (missing parts are empty),
+/// written to input_file(0), (1) and (2): the files of the directory readers.
+inline std::array<std::string_view, 3> split_into_input_files(std::string_view bytes) {
+    std::array<std::string_view, 3> parts;
+    std::string_view rest = bytes;
+    for (int k = 0; k < 3; ++k) {
+        const std::size_t nul = k < 2 ? rest.find('\0') : std::string_view::npos;
+        parts[k] = rest.substr(0, nul);
+        rest = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
+    }
+    for (int k = 0; k < 3; ++k) input_file(k).assign(parts[k]);
+    return parts;
 }
 
 }  // namespace kattn_fuzz

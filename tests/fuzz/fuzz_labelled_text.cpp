@@ -97,14 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         check_splits(kattn::nn::split_labelled_text(whole.path(), split, o, t));
     });
 
-    std::string_view parts[3];
-    std::string_view rest = bytes;
-    for (int k = 0; k < 3; ++k) {
-        const std::size_t nul = k < 2 ? rest.find('\0') : std::string_view::npos;
-        parts[k] = rest.substr(0, nul);
-        rest = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
-    }
-    for (int k = 0; k < 3; ++k) input_file(k).assign(parts[k]);
+    const auto parts = split_into_input_files(bytes);
     expect_kattn_error([&] {
         check_splits(kattn::nn::load_labelled_splits(input_file(0).path(), input_file(1).path(),
                                                      parts[2].empty() ? std::string() : input_file(2).path(), o, t));

@@ -82,14 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
 
     // The parts for the directory readers.
-    std::string_view parts[3];
-    std::string_view rest = bytes;
-    for (int k = 0; k < 3; ++k) {
-        const std::size_t nul = k < 2 ? rest.find('\0') : std::string_view::npos;
-        parts[k] = rest.substr(0, nul);
-        rest = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
-    }
-    for (int k = 0; k < 3; ++k) input_file(k).assign(parts[k]);
+    split_into_input_files(bytes);
     const unsigned last = size ? data[size - 1] : 0u;
     kattn::nn::text_options o;
     o.max_length = 1 + last % 16;
