@@ -7,9 +7,13 @@
 //   kattn            linear_attention<Map, Map::default_sampler, backends::simd, float>, non-causal and causal
 //   kattn_reference  the same with backends::reference (scalar, double inside; L <= 4096 only)
 //   softmax          kattn::softmax_attention<float> (exact, O(L²); skipped above a length / time budget)
-//   sgemm            OpenBLAS cblas_sgemm with the same thread count: a square M=N=K problem (the
-//                    machine's ceiling, measured before and after each thread count's cases; the
-//                    better of the two is the ceiling) and, per (L, d, m), the projection-shaped
+//   fma_peak         the physical FMA ceiling of the thread count (bench/fma_peak.hpp: register-only
+//                    fused multiply-adds on every thread), measured before and after each thread
+//                    count's cases; the better of the two is the peak, and every timed record gets
+//                    peak_fraction = its GFLOP/s / that peak
+//   sgemm            OpenBLAS cblas_sgemm with the same thread count: a square M=N=K problem
+//                    (measured before and after each thread count's cases; the better of the two is
+//                    the SGEMM ceiling, sgemm_fraction) and, per (L, d, m), the projection-shaped
 //                    problem (B·H·L) × m × d
 //
 // Passes: `forward` is one call of operator(). `forward_backward` is one call of backward(),
@@ -63,6 +67,8 @@
 #include <kattn/kattn.hpp>
 #include <kattn/attention/softmax_attention.hpp>
 
+#include "fma_peak.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -95,7 +101,7 @@ struct record {
     bool causal = false;
     long L = 0, d = 0, dv = 0, m = 0, heads = 0, batch = 0;
     int threads = 0, repeats = 0;
-    double seconds = NAN, flops = NAN, gflops = NAN, sgemm_fraction = NAN, tokens_per_s = NAN;
+    double seconds = NAN, flops = NAN, gflops = NAN, sgemm_fraction = NAN, peak_fraction = NAN, tokens_per_s = NAN;
     long peak_rss_bytes = 0, rss_before_bytes = 0;
     bool rss_is_case_peak = false;
     bool skipped = false;
@@ -243,6 +249,22 @@ public:
 
     std::vector<record> records;
     double ceiling_gflops = NAN;
+    double peak_gflops = NAN;  ///< the FMA peak of the current thread count
+
+    /// Measures the FMA peak of the current thread count and records it (op "fma_peak").
+    double fma_peak(const std::string& label) {
+        record r = base("fma_peak", label, false, "forward", 0);
+        r.heads = r.batch = r.d = r.dv = r.m = 0;
+        start_case(r);
+        const auto p = kattn_bench::measure_fma_peak(threads());
+        r.seconds = p.seconds;
+        r.flops = p.flops;
+        r.repeats = 3;
+        r.note = "checksum " + fmt(double(p.checksum), 3) + (label == "peak_end" ? "; drift check" : "");
+        r.peak_fraction = std::isnan(peak_gflops) ? 1.0 : p.gflops / peak_gflops;
+        finish(r);
+        return records.back().gflops;
+    }
 
     record base(const std::string& op, const std::string& map, bool causal, const std::string& pass, long L) const {
         record r;
@@ -265,7 +287,7 @@ public:
     void finish(record& r) {
         if (!r.skipped) {
             r.gflops = r.flops / r.seconds * 1e-9;
-            r.tokens_per_s = r.op == "sgemm" ? NAN : double(r.batch * r.L) / r.seconds;
+            r.tokens_per_s = r.op == "sgemm" || r.op == "fma_peak" ? NAN : double(r.batch * r.L) / r.seconds;
         }
         if (r.rss_is_case_peak) {
             r.peak_rss_bytes = proc_status_bytes("VmHWM");
@@ -318,6 +340,7 @@ public:
         if (inner > 1) r.note = "x" + std::to_string(inner) + " calls per run";
         if (label == "square_end") r.note += std::string(r.note.empty() ? "" : "; ") + "drift check";
         r.sgemm_fraction = std::isnan(ceiling_gflops) ? 1.0 : (r.flops / r.seconds * 1e-9) / ceiling_gflops;
+        r.peak_fraction = (r.flops / r.seconds * 1e-9) / peak_gflops;
         finish(r);
         return records.back().gflops;
     }
@@ -387,6 +410,7 @@ public:
             r.seconds = t;
             r.repeats = n;
             r.sgemm_fraction = (r.flops / t * 1e-9) / ceiling_gflops;
+            r.peak_fraction = (r.flops / t * 1e-9) / peak_gflops;
         } catch (const std::exception& e) {
             r.skipped = true;
             r.note = std::string("error: ") + e.what();
@@ -396,29 +420,37 @@ public:
 
     // ---- output -------------------------------------------------------------------------
     static void print_header() {
-        std::printf("%-15s %-23s %-6s %-16s %6s %4s %4s %5s %3s %3s %11s %9s %7s %11s %9s  %s\n", "op", "map", "causal",
-                    "pass", "L", "d", "m", "heads", "thr", "rep", "median_s", "GFLOP/s", "%SGEMM", "tokens/s",
-                    "peakRSS", "note");
+        std::printf("%-15s %-23s %-6s %-16s %6s %4s %4s %5s %3s %3s %11s %9s %7s %7s %11s %9s  %s\n", "op", "map",
+                    "causal", "pass", "L", "d", "m", "heads", "thr", "rep", "median_s", "GFLOP/s", "%peak", "%SGEMM",
+                    "tokens/s", "peakRSS", "note");
     }
     static void print_row(const record& r, bool) {
-        char sec[32], gf[32], fr[32], tok[32];
+        char sec[32], gf[32], fr[32], pk[32], tok[32];
         if (r.skipped) {
             std::snprintf(sec, sizeof sec, "%s", "skipped");
             std::snprintf(gf, sizeof gf, "-");
             std::snprintf(fr, sizeof fr, "-");
+            std::snprintf(pk, sizeof pk, "-");
             std::snprintf(tok, sizeof tok, "-");
         } else {
             std::snprintf(sec, sizeof sec, "%.3e", r.seconds);
             std::snprintf(gf, sizeof gf, "%.1f", r.gflops);
-            std::snprintf(fr, sizeof fr, "%.1f%%", 100.0 * r.sgemm_fraction);
+            auto pct = [](char* buf, std::size_t n, double x) {
+                if (std::isnan(x))
+                    std::snprintf(buf, n, "-");
+                else
+                    std::snprintf(buf, n, "%.1f%%", 100.0 * x);
+            };
+            pct(fr, sizeof fr, r.op == "fma_peak" ? NAN : r.sgemm_fraction);
+            pct(pk, sizeof pk, r.peak_fraction);
             if (std::isnan(r.tokens_per_s))
                 std::snprintf(tok, sizeof tok, "-");
             else
                 std::snprintf(tok, sizeof tok, "%.3e", r.tokens_per_s);
         }
-        std::printf("%-15s %-23s %-6s %-16s %6ld %4ld %4ld %5ld %3d %3d %11s %9s %7s %11s %7.0fMB  %s\n", r.op.c_str(),
-                    r.map.c_str(), r.causal ? "yes" : "no", r.pass.c_str(), r.L, r.d, r.m, r.heads, r.threads,
-                    r.repeats, sec, gf, fr, tok, double(r.peak_rss_bytes) / (1 << 20), r.note.c_str());
+        std::printf("%-15s %-23s %-6s %-16s %6ld %4ld %4ld %5ld %3d %3d %11s %9s %7s %7s %11s %7.0fMB  %s\n",
+                    r.op.c_str(), r.map.c_str(), r.causal ? "yes" : "no", r.pass.c_str(), r.L, r.d, r.m, r.heads,
+                    r.threads, r.repeats, sec, gf, pk, fr, tok, double(r.peak_rss_bytes) / (1 << 20), r.note.c_str());
         std::fflush(stdout);
     }
 
@@ -477,6 +509,7 @@ nlohmann::json to_json(const record& r) {
         {"flops", num(r.flops)},
         {"gflops", num(r.gflops)},
         {"sgemm_fraction", num(r.sgemm_fraction)},
+        {"peak_fraction", num(r.peak_fraction)},
         {"tokens_per_s", num(r.tokens_per_s)},
         {"peak_rss_bytes", r.peak_rss_bytes},
         {"rss_before_bytes", r.rss_before_bytes},
@@ -584,13 +617,16 @@ int main(int argc, char** argv) {
     bench b(o);
     bench::print_header();
     nlohmann::json ceilings = nlohmann::json::object(), end_ceilings = nlohmann::json::object();
+    nlohmann::json peaks = nlohmann::json::object(), peaks_start_end = nlohmann::json::object();
     for (int threads : o.thread_counts) {
         omp_set_num_threads(threads);
         openblas_set_num_threads(threads);
         b.set_shape(threads, o.ds.front(), o.dv_fixed ? o.dv_fixed : o.ds.front(), o.ms.front());
+        b.peak_gflops = NAN;
+        b.peak_gflops = b.fma_peak("peak");
         b.ceiling_gflops = NAN;
         b.ceiling_gflops = b.sgemm(o.sgemm_size, o.sgemm_size, o.sgemm_size, "square", 0);
-        const std::size_t first_record = b.records.size();
+        const std::size_t first_record = b.records.size() - 2;  // the two ceilings are rated too
         for (long d : o.ds)
             for (long m : o.ms) {
                 const long dv = o.dv_fixed ? o.dv_fixed : d;
@@ -630,16 +666,24 @@ int main(int argc, char** argv) {
         const double start = b.ceiling_gflops;
         const double end = b.sgemm(o.sgemm_size, o.sgemm_size, o.sgemm_size, "square_end", 0);
         const double ceiling = std::max(start, end);
+        const double peak_start = b.peak_gflops;
+        const double peak_end = b.fma_peak("peak_end");
+        const double peak = std::max(peak_start, peak_end);
         for (std::size_t i = first_record; i < b.records.size(); ++i) {
             auto& r = b.records[i];
-            if (!r.skipped) r.sgemm_fraction = r.gflops / ceiling;
+            if (r.skipped) continue;
+            r.sgemm_fraction = r.gflops / ceiling;
+            r.peak_fraction = r.gflops / peak;
         }
         ceilings[std::to_string(threads)] = ceiling;
         end_ceilings[std::to_string(threads)] = {start, end};
+        peaks[std::to_string(threads)] = peak;
+        peaks_start_end[std::to_string(threads)] = {peak_start, peak_end};
         std::printf(
-            "# SGEMM ceiling, %d threads: %.1f GFLOP/s (before the cases %.1f, after %.1f); %%SGEMM of the "
-            "rows above is printed against the first, stored against the better\n",
-            threads, ceiling, start, end);
+            "# FMA peak, %d threads: %.1f GFLOP/s (before the cases %.1f, after %.1f); SGEMM ceiling: %.1f "
+            "GFLOP/s = %.0f%% of the peak (before %.1f, after %.1f); %%peak and %%SGEMM of the rows above are "
+            "printed against the first measurements, stored against the better\n",
+            threads, peak, peak_start, peak_end, ceiling, 100.0 * ceiling / peak, start, end);
     }
 
     // Crossover: smallest measured L at which kattn (simd, first map) is faster than softmax,
@@ -715,6 +759,8 @@ int main(int argc, char** argv) {
                        {"maps", map_names},
                        {"quick", o.quick},
                        {"seed", o.seed}};
+        j["fma_peak_gflops"] = peaks;
+        j["fma_peak_start_end_gflops"] = peaks_start_end;
         j["sgemm_ceiling_gflops"] = ceilings;
         j["sgemm_ceiling_start_end_gflops"] = end_ceilings;
         j["crossovers"] = crossovers;

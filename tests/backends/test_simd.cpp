@@ -18,10 +18,12 @@ struct case_result {
 };
 
 template <class Map, class T, class Backend>
-case_result run_case(index_t B, index_t H, index_t L, bool causal, bool padded) {
+case_result run_case(index_t B, index_t H, index_t L, bool causal, bool padded,
+                     std::size_t cache_bytes = attention_config<>{}.backward_cache_bytes) {
     // Signed maps use a wider kernel (σ = 3) so that denominators stay away from zero.
-    const attention_config cfg{
+    attention_config cfg{
         .head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 3, .sigma = Map::is_positive ? 1.0 : 3.0};
+    cfg.backward_cache_bytes = cache_bytes;
     const attn<Map, T, Backend> a(cfg);
     const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L);
     const auto q = kt::randn<T, 4>({sb, sh, sl, 8}, 1, 0.5), k = kt::randn<T, 4>({sb, sh, sl, 8}, 2, 0.5);
@@ -92,4 +94,53 @@ TEST_CASE_TEMPLATE("simd results are bitwise identical for 1 and 2 threads", Map
             CHECK(a.d_omega == b.d_omega);
         }
     omp_set_num_threads(saved);
+}
+
+TEST_CASE_TEMPLATE("simd backward: kept tiles and recomputed tiles give the same bits", Map, features::favor,
+                   features::trig, features::elu, features::nonstationary, features::softmax_features) {
+    // backward_cache_bytes = 0 recomputes what the later passes need (causal: the reverse
+    // pass's tiles; non-causal: the key pass's projections); the default keeps it.
+    // L = 3000 on one head takes the segmented path (suffix totals between segments).
+    for (auto [B, H, L] : {std::tuple<index_t, index_t, index_t>{1, 1, 3000}, {2, 3, 150}, {1, 2, 7}})
+        for (bool causal : {true, false})
+            for (bool padded : {false, true}) {
+                INFO(Map::name, " L=", L, " causal=", causal, " padded=", padded);
+                const auto kept = run_case<Map, float, backends::simd>(B, H, L, causal, padded);
+                const auto redo = run_case<Map, float, backends::simd>(B, H, L, causal, padded, 0);
+                CHECK(kept.dq == redo.dq);
+                CHECK(kept.dk == redo.dk);
+                CHECK(kept.dv == redo.dv);
+                CHECK(kept.d_omega == redo.d_omega);
+                CHECK(kept.d_bias == redo.d_bias);
+                const auto kd = run_case<Map, double, backends::simd>(B, H, L, causal, padded);
+                const auto rd = run_case<Map, double, backends::simd>(B, H, L, causal, padded, 0);
+                CHECK(kd.dk == rd.dk);
+                CHECK(kd.d_omega == rd.d_omega);
+            }
+}
+
+TEST_CASE_TEMPLATE("transpose_simd and gemm_lower match their plain forms", T, float, double) {
+    using arch = backends::simd::arch;
+    for (auto [rows, cols] : {std::pair<index_t, index_t>{64, 256}, {256, 64}, {13, 29}, {8, 8}, {3, 1}, {0, 5}}) {
+        const auto src = kt::randn<T, 2>({std::size_t(rows), std::size_t(cols + 3)}, 7);
+        std::vector<T> a(std::size_t(cols * (rows + 2)), T(-1)), b(a);
+        kattn::detail::transpose_simd<arch>(rows, cols, src.data(), cols + 3, a.data(), rows + 2);
+        for (index_t i = 0; i < rows; ++i)
+            for (index_t j = 0; j < cols; ++j) b[std::size_t(j * (rows + 2) + i)] = src(std::size_t(i), std::size_t(j));
+        INFO(rows, " x ", cols);
+        CHECK(a == b);  // padding columns untouched (-1) in both
+    }
+    for (index_t n : {64, 37, 9, 1}) {
+        const index_t K = 19;
+        const auto A = kt::randn<T, 2>({std::size_t(n), std::size_t(K)}, 8),
+                   B = kt::randn<T, 2>({std::size_t(K), std::size_t(n)}, 9);
+        std::vector<T> full(std::size_t(n * n)), low(std::size_t(n * n), T(0));
+        kattn::detail::gemm<arch>(n, n, K, A.data(), K, 1, B.data(), n, full.data(), n, false);
+        kattn::detail::gemm_lower<arch>(n, n, K, A.data(), K, 1, B.data(), n, low.data(), n, false);
+        bool same = true;
+        for (index_t i = 0; i < n; ++i)
+            for (index_t j = 0; j <= i; ++j) same = same && low[std::size_t(i * n + j)] == full[std::size_t(i * n + j)];
+        INFO("n = ", n);
+        CHECK(same);
+    }
 }

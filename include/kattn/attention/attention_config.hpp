@@ -14,6 +14,7 @@
 // docs/operators.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,6 +63,10 @@ struct attention_config {
     std::optional<double> input_scale{};
     double eps = 1e-6;         ///< denominator guard ε > 0
     bool check_finite = true;  ///< scan inputs for NaN/Inf at the API boundary
+    /// Bytes the simd backend may keep between the two passes of a causal backward (the
+    /// tiles' features and intra-tile scores) instead of recomputing them; 0 always
+    /// recomputes. The gradients are bitwise the same either way (docs/operators.md).
+    std::size_t backward_cache_bytes = std::size_t(512) << 20;
 
     /// The typed configuration: each field that differs from its default becomes a shorthand.
     template <detail::policy_type M, class S>
@@ -100,6 +105,10 @@ struct attention_config<Map, Sampler> {
     std::optional<double> input_scale{};
     double eps = 1e-6;         ///< denominator guard ε > 0
     bool check_finite = true;  ///< scan inputs for NaN/Inf at the API boundary
+    /// Bytes the simd backend may keep between the two passes of a causal backward (the
+    /// tiles' features and intra-tile scores) instead of recomputing them; 0 always
+    /// recomputes. The gradients are bitwise the same either way (docs/operators.md).
+    std::size_t backward_cache_bytes = std::size_t(512) << 20;
 
     /// Writes every shorthand into `feature` / `sampler` and clears it. Throws kattn::error
     /// naming a shorthand that neither policy has.
@@ -165,6 +174,7 @@ attention_config<Map, Sampler>::operator attention_config<M, S>() const {
     c.input_scale = input_scale;
     c.eps = eps;
     c.check_finite = check_finite;
+    c.backward_cache_bytes = backward_cache_bytes;
     return c;
 }
 

@@ -356,6 +356,7 @@ private:
         pb.causal = causal;
         pb.input_scale = input_scale_;
         pb.eps = cfg_.eps;
+        pb.backward_cache_bytes = cfg_.backward_cache_bytes;
         return pb;
     }
 

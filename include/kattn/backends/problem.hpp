@@ -7,6 +7,8 @@
 // p / heads (key lengths are per batch entry). Writing a backend: docs/backends.md.
 #pragma once
 
+#include <cstddef>
+
 #include "../core/config.hpp"
 #include "../features/feature_map.hpp"
 
@@ -45,6 +47,9 @@ struct attention_problem {
     bool causal = false;
     T input_scale = 1;  ///< q and k are multiplied by this before the map
     double eps = 1e-6;  ///< denominator guard
+    /// Memory a backend may keep between backward passes instead of recomputing (simd:
+    /// the causal tiles' features and scores); results must not depend on it.
+    std::size_t backward_cache_bytes = 0;
 
     KATTN_HD index_t valid_keys(index_t p) const { return key_lengths ? key_lengths[p / heads] : k_len; }
 };

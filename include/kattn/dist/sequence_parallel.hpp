@@ -256,6 +256,7 @@ private:
         pb.causal = causal;
         pb.input_scale = op_.input_scale();
         pb.eps = cfg.eps;
+        pb.backward_cache_bytes = cfg.backward_cache_bytes;
         return lp;
     }
 

@@ -12,6 +12,8 @@
 
 #include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
+#include <algorithm>
+
 #include <xsimd/xsimd.hpp>
 
 #include "../core/config.hpp"
@@ -26,17 +28,24 @@ inline void gemm_block(index_t K, const T* A, index_t a_rs, index_t a_cs, const 
     using V = xsimd::batch<T, Arch>;
     constexpr index_t W = V::size;
     V acc[MR][NV];
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
         for (int h = 0; h < NV; ++h) acc[r][h] = V(T(0));
     for (index_t k = 0; k < K; ++k) {
         V b[NV];
+#pragma GCC unroll 4
         for (int h = 0; h < NV; ++h) b[h] = V::load_unaligned(B + k * ldb + h * W);
+#pragma GCC unroll 16
         for (int r = 0; r < MR; ++r) {
             const V x(A[r * a_rs + k * a_cs]);
+#pragma GCC unroll 4
             for (int h = 0; h < NV; ++h) acc[r][h] = xsimd::fma(x, b[h], acc[r][h]);
         }
     }
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
         for (int h = 0; h < NV; ++h) {
             T* c = C + r * ldc + h * W;
             (accumulate ? acc[r][h] + V::load_unaligned(c) : acc[r][h]).store_unaligned(c);
@@ -94,11 +103,46 @@ void gemm_tn(index_t M, index_t N, index_t K, const T* A, index_t lda, const T* 
     gemm<Arch>(M, N, K, A, 1, lda, B, ldb, C, ldc, accumulate);
 }
 
-/// dst (cols × rows) = srcᵀ for a rows × cols row-major src.
+/// C (+)= A·B for a lower-triangular use of C: only the entries C[i, j] with j ≤ i, rounded
+/// up to whole register blocks, are written (entries above the diagonal may be left as
+/// they were or hold partial products; the caller masks them). Every entry it writes is
+/// bitwise what gemm writes (same k order).
+template <class Arch, class T>
+void gemm_lower(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb, T* C,
+                index_t ldc, bool accumulate) {
+    using V = xsimd::batch<T, Arch>;
+    constexpr index_t W = V::size;
+    constexpr index_t MR = 8;
+    // Column panel [j, j + w) is needed by rows i ≥ j only: start at the row block holding j.
+    index_t j = 0;
+    for (; j + 2 * W <= N; j += 2 * W) {
+        const index_t i0 = std::min(M, (j / MR) * MR);
+        gemm_panel<Arch, T, MR, 2>(M - i0, K, A + i0 * a_rs, a_rs, a_cs, B + j, ldb, C + i0 * ldc + j, ldc, accumulate);
+    }
+    for (; j + W <= N; j += W) {
+        const index_t i0 = std::min(M, (j / MR) * MR);
+        gemm_panel<Arch, T, MR, 1>(M - i0, K, A + i0 * a_rs, a_rs, a_cs, B + j, ldb, C + i0 * ldc + j, ldc, accumulate);
+    }
+    if (j < N) {
+        const index_t i0 = std::min(M, (j / MR) * MR);
+        gemm_scalar(M - i0, N - j, K, A + i0 * a_rs, a_rs, a_cs, B + j, ldb, C + i0 * ldc + j, ldc, accumulate);
+    }
+}
+
+/// dst (cols × rows) = srcᵀ for a rows × cols row-major src. Blocks of 16 × 16 keep the
+/// strided side of the copy within a few cache lines (a plain double loop writes one
+/// element per cache line of dst).
 template <class T>
 void transpose(index_t rows, index_t cols, const T* src, index_t lds, T* dst, index_t ldd) {
-    for (index_t i = 0; i < rows; ++i)
-        for (index_t j = 0; j < cols; ++j) dst[j * ldd + i] = src[i * lds + j];
+    constexpr index_t B = 16;
+    for (index_t i0 = 0; i0 < rows; i0 += B) {
+        const index_t i1 = std::min(rows, i0 + B);
+        for (index_t j0 = 0; j0 < cols; j0 += B) {
+            const index_t j1 = std::min(cols, j0 + B);
+            for (index_t j = j0; j < j1; ++j)
+                for (index_t i = i0; i < i1; ++i) dst[j * ldd + i] = src[i * lds + j];
+        }
+    }
 }
 
 /// GEMM policies, published by execution backends as `execution_backend_traits<B>::gemm`:

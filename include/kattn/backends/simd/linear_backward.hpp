@@ -11,6 +11,8 @@
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "linear_forward.hpp"
@@ -27,6 +29,22 @@ void combine_suffix(key_state<T>& earlier, const key_state<T>& later) {
         return;
     }
     earlier.add_scaled(later, std::exp(earlier.C - later.C));
+}
+
+/// The causal backward's tile cache storage: one buffer per calling thread, grown to the
+/// largest cache that thread has used (at most attention_config::backward_cache_bytes)
+/// and kept, so repeated training steps do not pay for fresh pages every call. Written
+/// before read, tile by tile: never zero-filled.
+template <class T>
+T* cache_workspace(std::size_t n) {
+    thread_local std::unique_ptr<T[]> buf;
+    thread_local std::size_t cap = 0;
+    if (n > cap) {
+        buf.reset();
+        buf.reset(new T[n]);
+        cap = n;
+    }
+    return buf.get();
 }
 
 template <class Map, class T, class Arch>
@@ -81,14 +99,17 @@ struct backward_kernels {
     /// Non-causal key pass over valid keys [j0, j1): ∂K, ∂V rows from ∂S, ∂z.
     static void key_pass(worker& w, const attention_problem<Map, T>& pb, const attention_gradients<T>& g, index_t p,
                          index_t j0, index_t j1, T C, const key_state<T>& dst, const std::vector<T>& dSt,
-                         param_grads& pg) {
+                         param_grads& pg, const projection_cache<T>* pc) {
         const auto& sp = w.sp;
         const index_t F = sp.F, dv = pb.dv;
         std::vector<T> dph(sz(tile_rows * F));
         for (index_t j = j0; j < j1; j += tile_rows) {
             const index_t n = std::min(tile_rows, j1 - j);
             const T* Vt = pb.v + (p * pb.k_len + j) * dv;
-            w.project(n, pb.k + (p * pb.k_len + j) * sp.d, false);
+            if (pc)
+                pc->load(p, j, n, w);  // the key-state pass's projection of these rows
+            else
+                w.project(n, pb.k + (p * pb.k_len + j) * sp.d, false);
             w.activate(n, w.phi.data(), true, C);
             gemm_nn<Arch>(n, F, dv, Vt, dv, dSt.data(), F, dph.data(), F, false);
             for (index_t r = 0; r < n; ++r)
@@ -113,18 +134,76 @@ struct backward_kernels {
               dvb(sz(tile_rows * dv)) {}
     };
 
+    /// What the reverse pass reads of a causal tile, kept from the forward-direction pass
+    /// when pb.backward_cache_bytes allows (recomputed otherwise; the values are the same
+    /// bits either way): query features, key features at their own shifts, the masked
+    /// intra-tile scores, and the keys' scaled inputs, projections and own shifts. Token
+    /// t of head p owns row p·L + t of every array (A: tile_rows entries per token).
+    struct tile_cache {
+        index_t L = 0, F = 0, P = 0, d = 0;
+        T *phq, *phk, *A, *xk, *uk, *ck;
+
+        /// Bytes a cache of these extents takes (saturating).
+        static std::size_t bytes(const attention_problem<Map, T>& pb, const spectral<Map, T>& sp) {
+            const double per_token = double(2 * sp.F + tile_rows + sp.d + sp.P + 1) * sizeof(T);
+            const double all = per_token * double(pb.problems) * double(pb.q_len);
+            return all >= 9e18 ? std::size_t(-1) : std::size_t(all);
+        }
+        tile_cache(const attention_problem<Map, T>& pb, const spectral<Map, T>& sp)
+            : L(pb.q_len), F(sp.F), P(sp.P), d(sp.d) {
+            const std::size_t rows = sz(pb.problems * pb.q_len);
+            T* w = cache_workspace<T>(rows * sz(2 * F + tile_rows + d + P + 1));
+            phq = w;
+            phk = phq + rows * sz(F);
+            A = phk + rows * sz(F);
+            xk = A + rows * sz(tile_rows);
+            uk = xk + rows * sz(d);
+            ck = uk + rows * sz(P);
+        }
+        std::size_t row(index_t p, index_t i) const { return sz(p * L + i); }
+
+        /// Keeps tile [i, i+n) of head p as causal_scores left it.
+        void save(index_t p, index_t i, index_t n, index_t nvalid, const worker& wq, const worker& wk,
+                  const typename fwd::causal_tile& ct) {
+            const std::size_t r = row(p, i);
+            std::copy_n(wq.phi.begin(), n * F, phq + r * F);
+            std::copy_n(ct.phk.begin(), nvalid * F, phk + r * F);
+            std::copy_n(ct.A.begin(), n * nvalid, A + r * tile_rows);
+            std::copy_n(wk.xs.begin(), n * d, xk + r * d);
+            std::copy_n(wk.u.begin(), n * P, uk + r * P);
+            std::copy_n(wk.shift.begin(), n, ck + r);
+        }
+        /// Restores what causal_scores(…, known_Ci) would compute; returns nvalid. The
+        /// features and scores are used in place (pointers into the cache).
+        index_t load(const attention_problem<Map, T>& pb, index_t p, index_t i, index_t n, worker& wk,
+                     typename fwd::causal_tile& ct, const T* known_Ci, T*& phq_out, T*& phk_out, T*& A_out) {
+            const std::size_t r = row(p, i);
+            const index_t nvalid = std::clamp<index_t>(pb.valid_keys(p) - i, 0, n);
+            std::copy_n(xk + r * d, n * d, wk.xs.begin());
+            std::copy_n(uk + r * P, n * P, wk.u.begin());
+            std::copy_n(ck + r, n, wk.shift.begin());
+            std::copy_n(ck + r, n, ct.ck.begin());
+            std::copy_n(known_Ci, n, ct.Ci.begin());
+            phq_out = phq + r * F;
+            phk_out = phk + r * F;
+            A_out = A + r * tile_rows;
+            return nvalid;
+        }
+    };
+
     /// Bm[r][c] = [c ≤ r]·w_rc·(n_r·v_c + e_r), w_rc = e^{c_c − C_r}.
     static void intra_upstream(causal_bufs& b, const attention_problem<Map, T>& pb, index_t p, index_t i, index_t n,
                                index_t nvalid, const T* nb, const T* e) {
         if (nvalid == 0) return;
         const index_t dv = pb.dv;
-        transpose(nvalid, dv, pb.v + (p * pb.k_len + i) * dv, dv, b.Vt.data(), nvalid);
-        gemm_nn<Arch>(n, nvalid, dv, nb, dv, b.Vt.data(), nvalid, b.Bm.data(), nvalid, false);
+        transpose_simd<Arch>(nvalid, dv, pb.v + (p * pb.k_len + i) * dv, dv, b.Vt.data(), nvalid);
+        // Row r needs columns c ≤ r only (mask_row clears the rest).
+        gemm_lower<Arch>(n, nvalid, dv, nb, dv, 1, b.Vt.data(), nvalid, b.Bm.data(), nvalid, false);
         for (index_t r = 0; r < n; ++r) {
             T* row = &b.Bm[r * nvalid];
             const T er = e[r];
             ops::transform(
-                nvalid, row,
+                std::min(r + 1, nvalid), row,
                 [er](auto x) {
                     using V = decltype(x);
                     return x + V(er);
@@ -138,13 +217,15 @@ struct backward_kernels {
     /// `totals`) the segment's query sums at the reference shift of its first query.
     static void causal_query_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<Map, T>& pb,
                                   const attention_gradients<T>& g, index_t p, index_t i0, index_t i1, key_state<T>& st,
-                                  T* nb_all, T* e_all, T* C_all, key_state<T>* totals, param_grads& pg) {
+                                  T* nb_all, T* e_all, T* C_all, key_state<T>* totals, param_grads& pg,
+                                  tile_cache* cache) {
         const auto& sp = wq.sp;
         const index_t F = sp.F, dv = pb.dv;
         auto& ct = b.ct;
         for (index_t i = i0; i < i1; i += tile_rows) {
             const index_t n = std::min(tile_rows, i1 - i);
             const index_t nvalid = fwd::causal_scores(wq, wk, ct, pb, p, i, n, st);
+            if (cache) cache->save(p, i, n, nvalid, wq, wk, ct);
             T* nb = nb_all + i * dv;
             T* e = e_all + i;
             std::fill(ct.num.begin(), ct.num.end(), T(0));
@@ -168,7 +249,7 @@ struct backward_kernels {
             std::fill(b.dph.begin(), b.dph.end(), T(0));
             if (nvalid > 0) gemm_nn<Arch>(n, F, nvalid, b.Bm.data(), nvalid, ct.phk.data(), F, b.dph.data(), F, false);
             if (!st.empty) {
-                transpose(F, dv, st.S.data(), dv, b.St.data(), F);
+                transpose_simd<Arch>(F, dv, st.S.data(), dv, b.St.data(), F);
                 gemm_nn<Arch>(n, F, dv, nb, dv, b.St.data(), F, b.tmp.data(), F, false);
                 for (index_t r = 0; r < n; ++r) {
                     const T f = fwd::state_factor(st, ct, r);
@@ -200,7 +281,7 @@ struct backward_kernels {
     /// positions: ∂K, ∂V rows and parameter partials.
     static void causal_key_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<Map, T>& pb,
                                 const attention_gradients<T>& g, index_t p, index_t i0, index_t i1, key_state<T>& D,
-                                const T* nb_all, const T* e_all, const T* C_all, param_grads& pg) {
+                                const T* nb_all, const T* e_all, const T* C_all, param_grads& pg, tile_cache* cache) {
         const auto& sp = wq.sp;
         const index_t F = sp.F, dv = pb.dv, d = sp.d;
         auto& ct = b.ct;
@@ -209,18 +290,22 @@ struct backward_kernels {
         const index_t last = i0 + ((i1 - i0 - 1) / tile_rows) * tile_rows;
         for (index_t i = last; i >= i0; i -= tile_rows) {
             const index_t n = std::min(tile_rows, i1 - i);
-            const index_t nvalid = fwd::causal_scores(wq, wk, ct, pb, p, i, n, none, C_all + i);
+            // The tile's query features, key features and masked scores: kept by the
+            // forward-direction pass, or recomputed into the workers' buffers.
+            T *phq = wq.phi.data(), *phk = ct.phk.data(), *A = ct.A.data();
+            const index_t nvalid = cache ? cache->load(pb, p, i, n, wk, ct, C_all + i, phq, phk, A)
+                                         : fwd::causal_scores(wq, wk, ct, pb, p, i, n, none, C_all + i);
             const T* nb = nb_all + i * dv;
             const T* e = e_all + i;
             intra_upstream(b, pb, p, i, n, nvalid, nb, e);
             if (nvalid > 0) {
-                gemm_tn<Arch>(nvalid, F, n, b.Bm.data(), nvalid, wq.phi.data(), F, b.dph.data(), F, false);
-                gemm_tn<Arch>(nvalid, dv, n, ct.A.data(), nvalid, nb, dv, b.dvb.data(), dv, false);
+                gemm_tn<Arch>(nvalid, F, n, b.Bm.data(), nvalid, phq, F, b.dph.data(), F, false);
+                gemm_tn<Arch>(nvalid, dv, n, A, nvalid, nb, dv, b.dvb.data(), dv, false);
                 if (!D.empty) {
-                    transpose(F, dv, D.S.data(), dv, b.St.data(), F);
+                    transpose_simd<Arch>(F, dv, D.S.data(), dv, b.St.data(), F);
                     gemm_nn<Arch>(nvalid, F, dv, pb.v + (p * pb.k_len + i) * dv, dv, b.St.data(), F, b.tmp.data(), F,
                                   false);
-                    gemm_nn<Arch>(nvalid, dv, F, ct.phk.data(), F, D.S.data(), dv, ct.tmp.data(), dv, false);
+                    gemm_nn<Arch>(nvalid, dv, F, phk, F, D.S.data(), dv, ct.tmp.data(), dv, false);
                     for (index_t c = 0; c < nvalid; ++c) {
                         T gc = 1;
                         if constexpr (Map::has_stabiliser) gc = std::exp(ct.ck[c] - D.C);
@@ -228,7 +313,7 @@ struct backward_kernels {
                         for (index_t k = 0; k < dv; ++k) b.dvb[c * dv + k] += gc * ct.tmp[c * dv + k];
                     }
                 }
-                wk.vjp(nvalid, ct.phk.data(), b.dph.data(), pg.d_bias.data());
+                wk.vjp(nvalid, phk, b.dph.data(), pg.d_bias.data());
                 wk.input_grads(nvalid, g.dk + (p * pb.k_len + i) * d, pg.d_omega.data());
                 std::copy_n(b.dvb.data(), nvalid * dv, g.dv + (p * pb.k_len + i) * dv);
             }
@@ -241,7 +326,7 @@ struct backward_kernels {
                 if (!D.empty && C_all[i] != D.C) D.rescale(std::exp(C_all[i] - D.C));
                 D.C = C_all[i];
             }
-            add_query_rows(wq.phi.data(), n, F, nb, e, C_all + i, D, wq.state_scratch);
+            add_query_rows(phq, n, F, nb, e, C_all + i, D, wq.state_scratch);
         }
     }
 };
@@ -259,10 +344,19 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
     auto seg = [&](index_t len, index_t s) { return split_point(len, nseg, s); };
 
     if (!pb.causal) {
-        const auto st = full_key_states<Map, T, Arch>(sp, pb, nseg, link);
+        // The key pass reuses the key-state pass's projections when they fit the budget.
+        projection_cache<T> kp{nullptr, nullptr, pb.k_len, sp.d, sp.P};
+        const double kp_bytes = double(pb.problems) * double(pb.k_len) * double(sp.d + sp.P) * sizeof(T);
+        if (kp_bytes <= double(pb.backward_cache_bytes)) {
+            kp.xs = cache_workspace<T>(sz(pb.problems * pb.k_len * (sp.d + sp.P)));
+            kp.u = kp.xs + pb.problems * pb.k_len * sp.d;
+        }
+        const projection_cache<T>* kpc = kp.xs ? &kp : nullptr;
+        const auto st = full_key_states<Map, T, Arch>(sp, pb, nseg, link, kpc);
         std::vector<key_state<T>> dst(sz(items), key_state<T>(F, dv));
         std::vector<std::vector<T>> St(sz(pb.problems), std::vector<T>(sz(F * dv)));
-        for (index_t p = 0; p < pb.problems; ++p) transpose(F, dv, st[sz(p * nseg)].S.data(), dv, St[sz(p)].data(), F);
+        for (index_t p = 0; p < pb.problems; ++p)
+            transpose_simd<Arch>(F, dv, st[sz(p * nseg)].S.data(), dv, St[sz(p)].data(), F);
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> w(sp);
@@ -285,7 +379,8 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
             const auto carry = exchange_states<T>(link->queries, dst, pb.problems, nseg, F, dv);
             for (index_t p = 0; p < pb.problems; ++p) combine_suffix(dst[sz(p * nseg)], carry[sz(p)]);
         }
-        for (index_t p = 0; p < pb.problems; ++p) transpose(F, dv, dst[sz(p * nseg)].S.data(), dv, St[sz(p)].data(), F);
+        for (index_t p = 0; p < pb.problems; ++p)
+            transpose_simd<Arch>(F, dv, dst[sz(p * nseg)].S.data(), dv, St[sz(p)].data(), F);
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> w(sp);
@@ -293,7 +388,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
                 const index_t a = std::min(nk, seg(pb.k_len, s)), b = std::min(nk, seg(pb.k_len, s + 1));
-                K::key_pass(w, pb, g, p, a, b, st[sz(p * nseg)].C, dst[sz(p * nseg)], St[sz(p)], kpart[sz(it)]);
+                K::key_pass(w, pb, g, p, a, b, st[sz(p * nseg)].C, dst[sz(p * nseg)], St[sz(p)], kpart[sz(it)], kpc);
                 // padded keys get zero gradients
                 const index_t pa = std::max(nk, seg(pb.k_len, s)), pbnd = seg(pb.k_len, s + 1);
                 for (index_t j = pa; j < pbnd; ++j) {
@@ -309,6 +404,9 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
             C_all(sz(pb.problems * pb.q_len));
         const bool totals = nseg > 1 || link;
         std::vector<key_state<T>> qtot(sz(items), key_state<T>(totals ? F : 0, totals ? dv : 0));
+        std::optional<typename K::tile_cache> cache;
+        if (K::tile_cache::bytes(pb, sp) <= pb.backward_cache_bytes) cache.emplace(pb, sp);
+        auto* cache_ptr = cache ? &*cache : nullptr;
         // Pass 1: forward direction (∂Q, n, e, C).
 #pragma omp parallel
         {
@@ -320,7 +418,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
                 const index_t off = p * pb.q_len;
                 K::causal_query_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), init[sz(it)],
                                      nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off,
-                                     totals ? &qtot[sz(it)] : nullptr, qpart[sz(it)]);
+                                     totals ? &qtot[sz(it)] : nullptr, qpart[sz(it)], cache_ptr);
             }
         }
         // Suffix sums: segment s starts its reverse pass from the queries of segments > s
@@ -349,7 +447,8 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
                 const index_t p = it / nseg, s = it % nseg;
                 const index_t off = p * pb.q_len;
                 K::causal_key_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), D[sz(it)],
-                                   nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off, kpart[sz(it)]);
+                                   nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off, kpart[sz(it)],
+                                   cache_ptr);
             }
         }
     }

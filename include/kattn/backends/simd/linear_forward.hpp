@@ -23,15 +23,17 @@ struct forward_kernels {
     using worker = tile_worker<Map, T, Arch>;
     using ops = simd_ops<Arch>;
 
-    /// Adds keys [j0, j1) of head p (all valid) to st.
+    /// Adds keys [j0, j1) of head p (all valid) to st; keeps their projections in `pc`
+    /// when given.
     static void accumulate_keys(worker& w, const attention_problem<Map, T>& pb, index_t p, index_t j0, index_t j1,
-                                key_state<T>& st) {
+                                key_state<T>& st, const projection_cache<T>* pc = nullptr) {
         const auto& sp = w.sp;
         const T* K = pb.k + p * pb.k_len * sp.d;
         const T* Vv = pb.v + p * pb.k_len * pb.dv;
         for (index_t j = j0; j < j1; j += tile_rows) {
             const index_t n = std::min(tile_rows, j1 - j);
             w.project(n, K + j * sp.d, true);
+            if (pc) pc->save(p, j, n, w);
             if constexpr (Map::has_stabiliser) {
                 T tmax = w.shift[0];
                 for (index_t r = 1; r < n; ++r) tmax = std::max(tmax, w.shift[r]);
@@ -99,8 +101,9 @@ struct forward_kernels {
         wq.project(n, pb.q + (p * pb.q_len + i) * sp.d, true);
         wq.activate(n, wq.phi.data());
         if (nvalid > 0) {
-            transpose(nvalid, sp.F, ct.phk.data(), sp.F, ct.kt.data(), nvalid);
-            gemm_nn<Arch>(n, nvalid, sp.F, wq.phi.data(), sp.F, ct.kt.data(), nvalid, ct.A.data(), nvalid, false);
+            transpose_simd<Arch>(nvalid, sp.F, ct.phk.data(), sp.F, ct.kt.data(), nvalid);
+            // Row r needs columns c ≤ r only (mask_row clears the rest).
+            gemm_lower<Arch>(n, nvalid, sp.F, wq.phi.data(), sp.F, 1, ct.kt.data(), nvalid, ct.A.data(), nvalid, false);
             for (index_t r = 0; r < n; ++r) mask_row(&ct.A[r * nvalid], r, nvalid, ct.ck.data(), ct.Ci[r]);
         }
         return nvalid;
@@ -182,7 +185,7 @@ struct forward_kernels {
 /// [split(s), split(s+1)) of the split of `length`.
 template <class Map, class T, class Arch>
 std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb,
-                                             index_t nseg, index_t length) {
+                                             index_t nseg, index_t length, const projection_cache<T>* pc = nullptr) {
     using K = forward_kernels<Map, T, Arch>;
     const index_t items = pb.problems * nseg;
     std::vector<key_state<T>> states(sz(items), key_state<T>(sp.F, pb.dv));
@@ -194,7 +197,7 @@ std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const a
             const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
             const index_t a = std::min(nk, split_point(length, nseg, s)),
                           b = std::min(nk, split_point(length, nseg, s + 1));
-            K::accumulate_keys(w, pb, p, a, b, states[sz(it)]);
+            K::accumulate_keys(w, pb, p, a, b, states[sz(it)], pc);
         }
     }
     return states;
@@ -247,11 +250,12 @@ std::vector<key_state<T>> causal_initial_states(const spectral<Map, T>& sp, cons
 }
 
 /// Non-causal: the key state of every head (at states[p·nseg]), all segments merged,
-/// after the keys of the other slices when `link`.
+/// after the keys of the other slices when `link`; the keys' projections go to `pc`
+/// when given.
 template <class Map, class T, class Arch>
 std::vector<key_state<T>> full_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb, index_t nseg,
-                                          const slice_link<T>* link) {
-    auto states = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len);
+                                          const slice_link<T>* link, const projection_cache<T>* pc = nullptr) {
+    auto states = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len, pc);
     for (index_t p = 0; p < pb.problems; ++p)
         for (index_t s = 1; s < nseg; ++s) states[sz(p * nseg)].merge(states[sz(p * nseg + s)]);
     if (link) {

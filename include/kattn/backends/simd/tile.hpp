@@ -27,6 +27,7 @@
 #include "../split.hpp"
 #include "../../linalg/gemm.hpp"
 #include "../../linalg/simd_row_ops.hpp"
+#include "../../linalg/transpose.hpp"
 
 namespace kattn::detail::simd_impl {
 
@@ -202,6 +203,30 @@ struct tile_worker {
         gemm_nn<Arch>(n, sp.d, sp.P, du.data(), sp.P, sp.omega_t.data(), sp.d, dxd.data(), sp.d, true);
         for (index_t i = 0; i < n * sp.d; ++i) dx[i] = sp.scale * dxd[i];
         gemm_tn<Arch>(sp.d, sp.P, n, xs.data(), sp.d, du.data(), sp.P, d_omega, sp.P, true);
+    }
+};
+
+/// Scaled inputs and projections (xs, u) of every key row, kept by a key-state pass for a
+/// later pass over the same keys (the non-causal backward's key pass), which then skips
+/// its projection: u = xs·Ω is the same product either way, so the results are the same
+/// bits. Row j of head p is row p·rows_per_head + j.
+template <class T>
+struct projection_cache {
+    T* xs = nullptr;  ///< rows × d
+    T* u = nullptr;   ///< rows × P
+    index_t rows_per_head = 0, d = 0, P = 0;
+
+    template <class W>
+    void save(index_t p, index_t j, index_t n, const W& w) const {
+        const index_t r = p * rows_per_head + j;
+        std::copy_n(w.xs.begin(), n * d, xs + r * d);
+        std::copy_n(w.u.begin(), n * P, u + r * P);
+    }
+    template <class W>
+    void load(index_t p, index_t j, index_t n, W& w) const {
+        const index_t r = p * rows_per_head + j;
+        std::copy_n(xs + r * d, n * d, w.xs.begin());
+        std::copy_n(u + r * P, n * P, w.u.begin());
     }
 };
 
