@@ -244,3 +244,45 @@ TEST_CASE_TEMPLATE_DEFINE("linear_attention backward: d_omega and d_bias match f
     }
 }
 TEST_CASE_TEMPLATE_APPLY(kt_vjp_case_3, kt::cases::all_cases);
+
+namespace {
+/// A row-ops policy written before transform2 existed: the maps must fall back to two
+/// transforms (detail::transform2) and give the same values.
+struct ops_without_transform2 {
+    template <class T, class F, class... In>
+    static void transform(index_t n, T* out, F&& f, const In*... in) {
+        ops::transform(n, out, f, in...);
+    }
+    template <class T>
+    static T sum(index_t n, const T* x) {
+        return ops::sum(n, x);
+    }
+    template <class T>
+    static T max(index_t n, const T* x) {
+        return ops::max(n, x);
+    }
+    template <class T>
+    static T dot(index_t n, const T* x, const T* y) {
+        return ops::dot(n, x, y);
+    }
+};
+static_assert(kattn::detail::has_transform2<ops>);
+static_assert(!kattn::detail::has_transform2<ops_without_transform2>);
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("feature maps give the same rows through a row-ops policy without transform2", C,
+                          kt_vjp_case_4) {
+    using Map = typename C::map;
+    const auto p = kt::cases::params<C>();
+    const index_t d = 5, m = 4, P = Map::projection_dim(m), F = Map::feature_dim(m);
+    const auto x = rand_vec(d, 15, 0.6), omega = rand_vec(d * P, 16, 1.0), b = rand_vec(m, 17, 0.5);
+    std::vector<double> u(P, 0.0), f0(F), f1(F, -7.0);
+    for (index_t i = 0; i < d; ++i)
+        for (index_t q = 0; q < P; ++q) u[q] += x[i] * omega[i * P + q];
+    const double shift = Map::has_stabiliser ? 0.3 : 0.0;
+    Map::template activate<ops>(p, d, m, x.data(), u.data(), b.data(), shift, f0.data());
+    Map::template activate<ops_without_transform2>(p, d, m, x.data(), u.data(), b.data(), shift, f1.data());
+    INFO("map ", C::name);
+    CHECK(f0 == f1);
+}
+TEST_CASE_TEMPLATE_APPLY(kt_vjp_case_4, kt::cases::all_cases);

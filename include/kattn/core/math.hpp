@@ -17,6 +17,12 @@
 
 namespace kattn::math {
 
+/// Two values computed together (math::sincos, row ops' transform2).
+template <class V>
+struct two {
+    V first, second;
+};
+
 /// Scalar implementation; specialised for SIMD batches by the simd backend.
 template <class V, class Enable = void>
 struct vec_math {
@@ -29,6 +35,7 @@ struct vec_math {
     KATTN_HD static V log1p(V x) { return std::log1p(x); }
     KATTN_HD static V sin(V x) { return std::sin(x); }
     KATTN_HD static V cos(V x) { return std::cos(x); }
+    KATTN_HD static two<V> sincos(V x) { return {std::sin(x), std::cos(x)}; }
     KATTN_HD static V sqrt(V x) { return std::sqrt(x); }
     KATTN_HD static V abs(V x) { return std::abs(x); }
     KATTN_HD static V max(V a, V b) { return a < b ? b : a; }
@@ -59,6 +66,12 @@ KATTN_HD V sin(V x) {
 template <class V>
 KATTN_HD V cos(V x) {
     return vec_math<V>::cos(x);
+}
+/// {sin x, cos x} from one argument reduction where the value type has a fused form
+/// (xsimd batches); the scalar form calls sin and cos.
+template <class V>
+KATTN_HD two<V> sincos(V x) {
+    return vec_math<V>::sincos(x);
 }
 template <class V>
 KATTN_HD V sqrt(V x) {

@@ -11,6 +11,7 @@
 
 #include "../core/math.hpp"
 #include "../fwd.hpp"
+#include "../linalg/row_ops.hpp"
 #include "map_base.hpp"
 
 #include "../core/warnings_push.hpp"
@@ -29,18 +30,13 @@ struct nonstationary : map_base {
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T c = T(1) / std::sqrt(T(4 * m));
-        Ops::transform(
-            m, phi,
+        // cos and sin of both halves from one argument reduction each, in one pass.
+        detail::transform2<Ops>(
+            m, phi, phi + m,
             [c](auto a, auto b) {
                 using V = decltype(a);
-                return V(c) * (math::cos(a) + math::cos(b));
-            },
-            u, u + m);
-        Ops::transform(
-            m, phi + m,
-            [c](auto a, auto b) {
-                using V = decltype(a);
-                return V(c) * (math::sin(a) + math::sin(b));
+                const auto sa = math::sincos(a), sb = math::sincos(b);
+                return math::two<V>{V(c) * (sa.second + sb.second), V(c) * (sa.first + sb.first)};
             },
             u, u + m);
     }
@@ -52,7 +48,8 @@ struct nonstationary : map_base {
         const T c = T(1) / std::sqrt(T(4 * m));
         auto f = [c](auto ui, auto gc, auto gs) {
             using V = decltype(ui);
-            return V(c) * (gs * math::cos(ui) - gc * math::sin(ui));
+            const auto sc = math::sincos(ui);
+            return V(c) * (gs * sc.second - gc * sc.first);
         };
         Ops::transform(m, du, f, u, dphi, dphi + m);
         Ops::transform(m, du + m, f, u + m, dphi, dphi + m);

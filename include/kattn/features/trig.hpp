@@ -9,6 +9,7 @@
 
 #include "../core/math.hpp"
 #include "../fwd.hpp"
+#include "../linalg/row_ops.hpp"
 #include "map_base.hpp"
 
 #include "../core/warnings_push.hpp"
@@ -25,18 +26,13 @@ struct trig : map_base {
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t, index_t m, const T*, const T* u, const T*, T, T* phi) {
         const T c = T(1) / std::sqrt(T(m));
-        Ops::transform(
-            m, phi,
+        // cos and sin from one argument reduction (math::sincos), written in one pass.
+        detail::transform2<Ops>(
+            m, phi, phi + m,
             [c](auto ui) {
                 using V = decltype(ui);
-                return V(c) * math::cos(ui);
-            },
-            u);
-        Ops::transform(
-            m, phi + m,
-            [c](auto ui) {
-                using V = decltype(ui);
-                return V(c) * math::sin(ui);
+                const auto sc = math::sincos(ui);
+                return math::two<V>{V(c) * sc.second, V(c) * sc.first};
             },
             u);
     }
@@ -50,7 +46,8 @@ struct trig : map_base {
             m, du,
             [c](auto ui, auto gc, auto gs) {
                 using V = decltype(ui);
-                return V(c) * (gs * math::cos(ui) - gc * math::sin(ui));
+                const auto sc = math::sincos(ui);
+                return V(c) * (gs * sc.second - gc * sc.first);
             },
             u, dphi, dphi + m);
     }

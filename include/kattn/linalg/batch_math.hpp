@@ -2,7 +2,8 @@
 //
 // Specialises `kattn::math::vec_math` (core/math.hpp) so that feature maps written as
 // generic lambdas run on `xsimd::batch<T, Arch>` with xsimd's vectorised exp, sin, cos,
-// expm1, log1p (no scalar libm calls in the vector body).
+// expm1, log1p and the fused sincos (one range reduction for both; no scalar libm calls
+// in the vector body).
 #pragma once
 
 #include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
@@ -22,6 +23,10 @@ struct vec_math<xsimd::batch<T, A>> {
     static V log1p(const V& x) { return xsimd::log1p(x); }
     static V sin(const V& x) { return xsimd::sin(x); }
     static V cos(const V& x) { return xsimd::cos(x); }
+    static two<V> sincos(const V& x) {
+        const auto sc = xsimd::sincos(x);
+        return {sc.first, sc.second};
+    }
     static V sqrt(const V& x) { return xsimd::sqrt(x); }
     static V abs(const V& x) { return xsimd::abs(x); }
     static V max(const V& a, const V& b) { return xsimd::max(a, b); }

@@ -129,6 +129,18 @@ void gemm_lower(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index
     }
 }
 
+/// C (+)= A·B for a lower-triangular A (A[i, k] = 0 for k > i, as the masked intra-tile
+/// scores): each block of 8 rows runs k over [0, min(K, i + 8)) only. The skipped terms are
+/// exact zeros, so for finite B every entry equals gemm's.
+template <class Arch, class T>
+void gemm_lower_a(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb,
+                  T* C, index_t ldc, bool accumulate) {
+    constexpr index_t MR = 8;
+    for (index_t i = 0; i < M; i += MR)
+        gemm<Arch>(std::min(MR, M - i), N, std::min(K, i + MR), A + i * a_rs, a_rs, a_cs, B, ldb, C + i * ldc, ldc,
+                   accumulate);
+}
+
 /// dst (cols × rows) = srcᵀ for a rows × cols row-major src. Blocks of 16 × 16 keep the
 /// strided side of the copy within a few cache lines (a plain double loop writes one
 /// element per cache line of dst).

@@ -20,6 +20,7 @@ template <class Arch = xsimd::default_arch>
 struct simd_ops {
     template <class T>
     using batch = xsimd::batch<T, Arch>;
+    static constexpr bool has_transform2 = true;
 
     template <class T, class F, class... In>
     static void transform(index_t n, T* out, F&& f, const In*... in) {
@@ -27,6 +28,21 @@ struct simd_ops {
         index_t i = 0;
         for (; i + W <= n; i += W) f(batch<T>::load_unaligned(in + i)...).store_unaligned(out + i);
         for (; i < n; ++i) out[i] = static_cast<T>(f(in[i]...));
+    }
+    template <class T, class F, class... In>
+    static void transform2(index_t n, T* a, T* b, F&& f, const In*... in) {
+        constexpr index_t W = batch<T>::size;
+        index_t i = 0;
+        for (; i + W <= n; i += W) {
+            const auto r = f(batch<T>::load_unaligned(in + i)...);
+            r.first.store_unaligned(a + i);
+            r.second.store_unaligned(b + i);
+        }
+        for (; i < n; ++i) {
+            const auto r = f(in[i]...);
+            a[i] = static_cast<T>(r.first);
+            b[i] = static_cast<T>(r.second);
+        }
     }
     template <class T>
     static T sum(index_t n, const T* x) {

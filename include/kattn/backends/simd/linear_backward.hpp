@@ -89,6 +89,7 @@ struct backward_kernels {
                                     ops::dot(F, &w.phi[r * F], st.z.data()), &nb[r * dv]);
             gemm_nn<Arch>(n, F, dv, nb.data(), dv, St.data(), F, dph.data(), F, false);
             for (index_t r = 0; r < n; ++r)
+#pragma omp simd
                 for (index_t f = 0; f < F; ++f) dph[r * F + f] += e[r] * st.z[f];
             dst.template add<Arch>(n, w.phi.data(), nb.data(), e.data(), w.state_scratch);
             w.vjp(n, w.phi.data(), dph.data(), pg.d_bias.data());
@@ -113,6 +114,7 @@ struct backward_kernels {
             w.activate(n, w.phi.data(), true, C);
             gemm_nn<Arch>(n, F, dv, Vt, dv, dSt.data(), F, dph.data(), F, false);
             for (index_t r = 0; r < n; ++r)
+#pragma omp simd
                 for (index_t f = 0; f < F; ++f) dph[r * F + f] += dst.z[f];
             gemm_nn<Arch>(n, dv, F, w.phi.data(), F, dst.S.data(), dv, g.dv + (p * pb.k_len + j) * dv, dv, false);
             w.vjp(n, w.phi.data(), dph.data(), pg.d_bias.data(), true, C);
@@ -230,8 +232,8 @@ struct backward_kernels {
             T* e = e_all + i;
             std::fill(ct.num.begin(), ct.num.end(), T(0));
             if (nvalid > 0)
-                gemm_nn<Arch>(n, dv, nvalid, ct.A.data(), nvalid, pb.v + (p * pb.k_len + i) * dv, dv, ct.num.data(), dv,
-                              false);
+                gemm_lower_a<Arch>(n, dv, nvalid, ct.A.data(), nvalid, 1, pb.v + (p * pb.k_len + i) * dv, dv,
+                                   ct.num.data(), dv, false);
             if (!st.empty) gemm_nn<Arch>(n, dv, F, wq.phi.data(), F, st.S.data(), dv, ct.tmp.data(), dv, false);
             for (index_t r = 0; r < n; ++r) {
                 T den = 0;
@@ -239,6 +241,7 @@ struct backward_kernels {
                 if (!st.empty) {
                     const T f = fwd::state_factor(st, ct, r);
                     den += f * ops::dot(F, &wq.phi[r * F], st.z.data());
+#pragma omp simd
                     for (index_t c = 0; c < dv; ++c) ct.num[r * dv + c] += f * ct.tmp[r * dv + c];
                 }
                 e[r] = row_upstream(pb, g.dout + (p * pb.q_len + i + r) * dv, &ct.num[r * dv], den, &nb[r * dv]);
@@ -253,6 +256,7 @@ struct backward_kernels {
                 gemm_nn<Arch>(n, F, dv, nb, dv, b.St.data(), F, b.tmp.data(), F, false);
                 for (index_t r = 0; r < n; ++r) {
                     const T f = fwd::state_factor(st, ct, r);
+#pragma omp simd
                     for (index_t fi = 0; fi < F; ++fi) b.dph[r * F + fi] += f * (b.tmp[r * F + fi] + e[r] * st.z[fi]);
                 }
             }
@@ -272,6 +276,7 @@ struct backward_kernels {
         if constexpr (Map::has_stabiliser)
             for (index_t r = 0; r < n; ++r) {
                 const T h = std::exp(D.C - C[r]);
+#pragma omp simd
                 for (index_t f = 0; f < F; ++f) ph[r * F + f] *= h;
             }
         D.template add<Arch>(n, ph, nb, e, scratch);
@@ -309,7 +314,9 @@ struct backward_kernels {
                     for (index_t c = 0; c < nvalid; ++c) {
                         T gc = 1;
                         if constexpr (Map::has_stabiliser) gc = std::exp(ct.ck[c] - D.C);
+#pragma omp simd
                         for (index_t f = 0; f < F; ++f) b.dph[c * F + f] += gc * (b.tmp[c * F + f] + D.z[f]);
+#pragma omp simd
                         for (index_t k = 0; k < dv; ++k) b.dvb[c * dv + k] += gc * ct.tmp[c * dv + k];
                     }
                 }

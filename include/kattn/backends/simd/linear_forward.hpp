@@ -62,6 +62,7 @@ struct forward_kernels {
                 const T den =
                     guard_denominator<Map::is_positive>(ops::dot(sp.F, &w.phi[r * sp.F], st.z.data()), T(pb.eps), cl);
                 const T inv = T(1) / den;
+#pragma omp simd
                 for (index_t c = 0; c < pb.dv; ++c) O[(i + r) * pb.dv + c] = num[r * pb.dv + c] * inv;
             }
         }
@@ -141,6 +142,7 @@ struct forward_kernels {
             st.raise_to(Cn);
             for (index_t r = 0; r < nvalid; ++r) {
                 const T w = std::exp(ct.ck[r] - Cn);
+#pragma omp simd
                 for (index_t f = 0; f < F; ++f) ct.phk[r * F + f] *= w;
             }
         }
@@ -160,8 +162,8 @@ struct forward_kernels {
             const index_t nvalid = causal_scores(wq, wk, ct, pb, p, i, n, st);
             std::fill(ct.num.begin(), ct.num.end(), T(0));
             if (nvalid > 0)
-                gemm_nn<Arch>(n, dv, nvalid, ct.A.data(), nvalid, pb.v + (p * pb.k_len + i) * dv, dv, ct.num.data(), dv,
-                              false);
+                gemm_lower_a<Arch>(n, dv, nvalid, ct.A.data(), nvalid, 1, pb.v + (p * pb.k_len + i) * dv, dv,
+                                   ct.num.data(), dv, false);
             if (!st.empty) gemm_nn<Arch>(n, dv, F, wq.phi.data(), F, st.S.data(), dv, ct.tmp.data(), dv, false);
             for (index_t r = 0; r < n; ++r) {
                 T den = 0;
@@ -169,11 +171,13 @@ struct forward_kernels {
                 if (!st.empty) {
                     const T f = state_factor(st, ct, r);
                     den += f * ops::dot(F, &wq.phi[r * F], st.z.data());
+#pragma omp simd
                     for (index_t c = 0; c < dv; ++c) ct.num[r * dv + c] += f * ct.tmp[r * dv + c];
                 }
                 bool cl = false;
                 den = guard_denominator<Map::is_positive>(den, T(pb.eps), cl);
                 const T inv = T(1) / den;
+#pragma omp simd
                 for (index_t c = 0; c < dv; ++c) O[(i + r) * dv + c] = ct.num[r * dv + c] * inv;
             }
             causal_update(pb, p, i, nvalid, F, ct, st, wk.state_scratch);

@@ -127,6 +127,7 @@ private:
     static void row_sums(index_t n, index_t F, const T* phi, const T* w, T* acc) {
         for (index_t r = 0; r < n; ++r) {
             const T wr = w ? w[r] : T(1);
+#pragma omp simd
             for (index_t f = 0; f < F; ++f) acc[f] += phi[r * F + f] * wr;
         }
     }
@@ -174,6 +175,7 @@ struct tile_worker {
     /// stabiliser (0 for maps without one).
     void project(index_t n, const T* x, bool own_shift) {
         const index_t d = sp.d;
+#pragma omp simd
         for (index_t i = 0; i < n * d; ++i) xs[i] = sp.scale * x[i];
         gemm_nn<Arch>(n, sp.P, d, xs.data(), d, sp.view.omega, sp.P, u.data(), sp.P, false);
         for (index_t r = 0; r < n; ++r) {
@@ -201,6 +203,7 @@ struct tile_worker {
     /// dx (n × d) = scale·(du·Ωᵀ + dxd);  dΩ += xsᵀ du.
     void input_grads(index_t n, T* dx, T* d_omega) {
         gemm_nn<Arch>(n, sp.d, sp.P, du.data(), sp.P, sp.omega_t.data(), sp.d, dxd.data(), sp.d, true);
+#pragma omp simd
         for (index_t i = 0; i < n * sp.d; ++i) dx[i] = sp.scale * dxd[i];
         gemm_tn<Arch>(sp.d, sp.P, n, xs.data(), sp.d, du.data(), sp.P, d_omega, sp.P, true);
     }
