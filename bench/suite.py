@@ -63,21 +63,28 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def torch_python(explicit):
-    """The interpreter that has torch: --torch-python, $KATTN_TORCH_PYTHON, bench/.venv, python3."""
-    cands = [explicit, os.environ.get("KATTN_TORCH_PYTHON"), str(HERE / ".venv" / "bin" / "python"), "python3",
-             "/usr/bin/python3"]
+def torch_pythons(explicit):
+    """The interpreters whose torch the peer runs with: --torch-python or $KATTN_TORCH_PYTHON
+    alone when given; otherwise every one of bench/.venv (PyPI's wheel, scripts/install-bench-deps),
+    python3 and /usr/bin/python3 (Debian's python3-torch) that imports torch, one per distinct
+    torch installation. Each runs the same cases; per case the faster is the peer."""
+    given = explicit or os.environ.get("KATTN_TORCH_PYTHON")
+    cands = [given] if given else [str(HERE / ".venv" / "bin" / "python"), "python3", "/usr/bin/python3"]
+    found, seen = [], set()
     for c in cands:
-        if not c:
-            continue
         try:
-            r = subprocess.run([c, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True,
-                               timeout=120)
+            r = subprocess.run([c, "-c", "import torch; print(torch.__version__); print(torch.__file__)"],
+                               capture_output=True, text=True, timeout=120)
         except (OSError, subprocess.TimeoutExpired):
             continue
-        if r.returncode == 0:
-            return c, r.stdout.strip()
-    return None, None
+        if r.returncode != 0:
+            continue
+        version, where = r.stdout.split("\n")[:2]
+        if where in seen:
+            continue
+        seen.add(where)
+        found.append((c, version.strip()))
+    return found
 
 
 def parse_config(spec):
@@ -101,7 +108,41 @@ def parse_config(spec):
     return args
 
 
-def run_block(block, exe, commit, tpy, no_torch, tmpdir, index):
+def run_peers(tpys, tcmd_args, tmpdir, index):
+    """Runs the PyTorch peer once per interpreter; returns the merged peer result: per case the
+    faster record (with torch_python and torch_version saying whose it is), or None."""
+    runs = []
+    for j, (py, ver) in enumerate(tpys):
+        tout = pathlib.Path(tmpdir) / f"torch{index}_{j}.json"
+        tcmd = [py, str(HERE / "peers" / "torch_attention.py"), *tcmd_args, "--json", str(tout)]
+        log(f"$ {shlex.join(tcmd)}")
+        r = subprocess.run(tcmd, stdout=sys.stderr, env=dict(os.environ))
+        if r.returncode == 0 and tout.exists():
+            t = json.loads(tout.read_text())
+            for rec in t["records"]:
+                rec["torch_python"], rec["torch_version"] = py, ver
+            runs.append((t, shlex.join(tcmd), py, ver))
+        else:
+            log(f"suite: the PyTorch peer ({py}) failed (exit {r.returncode}); no torch records from it")
+    if not runs:
+        return None
+    best = {}
+    for t, _, _, _ in runs:
+        for rec in t["records"]:
+            k = key(rec, "threads", "d", "m", "L", "causal", "pass")
+            old = best.get(k)
+            faster = rec.get("seconds") is not None and (old is None or old.get("seconds") is None or
+                                                         rec["seconds"] < old["seconds"])
+            if old is None or faster:
+                best[k] = rec
+    first = runs[0][0]
+    return {**{k: v for k, v in first.items() if k != "records"},
+            "peers": [{"python": py, "version": ver, "torch_blas": t.get("torch_blas"),
+                       "torch_cpu_capability": t.get("torch_cpu_capability")} for t, _, py, ver in runs],
+            "command": " ; ".join(c for _, c, _, _ in runs), "records": list(best.values())}
+
+
+def run_block(block, exe, commit, tpys, no_torch, tmpdir, index):
     out = pathlib.Path(tmpdir) / f"block{index}.json"
     cmd = [str(exe), "--commit", commit, *block["args"], "--json", str(out)]
     log(f"\n## block {index + 1}: {block['name']}\n$ {shlex.join(cmd)}")
@@ -112,26 +153,17 @@ def run_block(block, exe, commit, tpy, no_torch, tmpdir, index):
     res["command"] = shlex.join(cmd)
     res["torch"] = None
     cfg = res["config"]
-    if "favor" in cfg["maps"] and block.get("torch", True) and not no_torch and tpy:
-        tout = pathlib.Path(tmpdir) / f"torch{index}.json"
+    if "favor" in cfg["maps"] and block.get("torch", True) and not no_torch and tpys:
         causal = any(r["causal"] for r in res["records"] if r["op"] == "kattn")
-        tcmd = [tpy, str(HERE / "peers" / "torch_attention.py"), "--L", ",".join(map(str, cfg["lengths"])),
-                "--d", ",".join(map(str, cfg["d"])), "--m", ",".join(map(str, cfg["m"])),
-                "--threads", ",".join(map(str, cfg["threads"])), "--heads", str(cfg["heads"]),
-                "--batch", str(cfg["batch"]), "--repeats", str(cfg["repeats"]), "--budget", str(cfg["budget_s"]),
-                "--json", str(tout)]
+        targs = ["--L", ",".join(map(str, cfg["lengths"])), "--d", ",".join(map(str, cfg["d"])),
+                 "--m", ",".join(map(str, cfg["m"])), "--threads", ",".join(map(str, cfg["threads"])),
+                 "--heads", str(cfg["heads"]), "--batch", str(cfg["batch"]), "--repeats", str(cfg["repeats"]),
+                 "--budget", str(cfg["budget_s"])]
         if cfg["dv"] != "d":
-            tcmd += ["--dv", str(cfg["dv"])]
+            targs += ["--dv", str(cfg["dv"])]
         if not causal:
-            tcmd.append("--no-causal")
-        log(f"$ {shlex.join(tcmd)}")
-        env = dict(os.environ)
-        r = subprocess.run(tcmd, stdout=sys.stderr, env=env)
-        if r.returncode == 0 and tout.exists():
-            res["torch"] = json.loads(tout.read_text())
-            res["torch"]["command"] = shlex.join(tcmd)
-        else:
-            log(f"suite: the PyTorch peer failed (exit {r.returncode}); no torch records for this block")
+            targs.append("--no-causal")
+        res["torch"] = run_peers(tpys, targs, tmpdir, index)
     res["wall_s"] = time.time() - t0  # bench_attention and the PyTorch peer
     return res
 
@@ -357,7 +389,9 @@ def main():
         # the scalar reference backend is an oracle for the tests, not a peer: off in the suite
         blocks = [dict(b, args=b["args"] + ["--no-reference"]) for b in blocks]
 
-    tpy, tver = (None, None) if a.no_torch else torch_python(a.torch_python)
+    tpys = [] if a.no_torch else torch_pythons(a.torch_python)
+    tpy = " ; ".join(p for p, _ in tpys) or None
+    tver = " ; ".join(v for _, v in tpys) or None
     if a.no_torch:
         log("suite: PyTorch peer off (--no-torch)")
     elif not tpy:
@@ -370,7 +404,7 @@ def main():
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for i, b in enumerate(blocks):
-            results.append(run_block(b, a.exe, a.commit, tpy, a.no_torch, tmp, i))
+            results.append(run_block(b, a.exe, a.commit, tpys, a.no_torch, tmp, i))
     records, ceilings = merge(results)
     summarise(records, ceilings, results, a, t0, tpy, tver)
 
@@ -418,7 +452,8 @@ def summarise(records, ceilings, results, a, t0, tpy, tver):
                            "torch_command": b["torch"]["command"] if b["torch"] else None} for b in results],
                "notes": results[0]["notes"] + [
                    "torch records: bench/peers/torch_attention.py, FAVOR+ in PyTorch (own Omega draw), same shapes "
-                   "and thread count",
+                   "and thread count; run with every torch installation found (bench/.venv: PyPI; /usr/bin/python3: "
+                   "Debian), per case the faster (torch_python, torch_version say which)",
                    "suite sgemm_fraction (all ops): gflops / sgemm_ceiling_used_gflops[threads], the best square "
                    "SGEMM of the whole run at that thread count",
                    "suite peak_fraction (all ops): gflops / fma_peak_used_gflops[threads], the best FMA peak "

@@ -39,6 +39,17 @@ except Exception as e:  # noqa: BLE001 - any import failure means: no peer here
     sys.exit(3)
 
 
+def cpu_capability():
+    """torch's CPU kernel level (AVX512, AVX2, ...); torch < 2.0 has no query for it."""
+    cpu = getattr(torch.backends, "cpu", None)
+    if cpu is not None and hasattr(cpu, "get_cpu_capability"):
+        return cpu.get_cpu_capability()
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
 def proc_status_bytes(field):
     try:
         with open("/proc/self/status") as f:
@@ -212,7 +223,7 @@ def main():
         blas = "mkl" if "BLAS_INFO=mkl" in cfg else ("openblas" if "openblas" in cfg.lower() else "other")
         with open(a.json, "w") as f:
             json.dump({"torch_version": torch.__version__, "torch_blas": blas,
-                       "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+                       "torch_cpu_capability": cpu_capability(),
                        "omega": "own draw (orthogonal Gaussian, seed %d), not the C++ bench's" % a.seed,
                        "records": records}, f, indent=2)
         print(f"# wrote {a.json}", flush=True)
