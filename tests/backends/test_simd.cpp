@@ -144,3 +144,18 @@ TEST_CASE_TEMPLATE("transpose_simd and gemm_lower match their plain forms", T, f
         CHECK(same);
     }
 }
+
+TEST_CASE("simd backward cache: kept per thread within the budget, released on request") {
+    backends::simd::release_workspace();
+    CHECK(backends::simd::workspace_bytes() == 0);
+    run_case<features::favor, float, backends::simd>(1, 2, 150, true, false);
+    const std::size_t kept = backends::simd::workspace_bytes();
+    // (2F + 64 + d + P + 1) floats per token and head: F = P = 16, d = 8.
+    CHECK(kept == std::size_t(2 * 150) * (2 * 16 + 64 + 8 + 16 + 1) * sizeof(float));
+    run_case<features::favor, float, backends::simd>(1, 2, 7, true, false);  // smaller: reused, not shrunk
+    CHECK(backends::simd::workspace_bytes() == kept);
+    backends::simd::release_workspace();
+    CHECK(backends::simd::workspace_bytes() == 0);
+    run_case<features::favor, float, backends::simd>(1, 2, 150, true, false, 0);  // budget 0: nothing kept
+    CHECK(backends::simd::workspace_bytes() == 0);
+}

@@ -66,7 +66,7 @@ struct attention_config {
     /// Bytes the simd backend may keep between the two passes of a causal backward (the
     /// tiles' features and intra-tile scores) instead of recomputing them; 0 always
     /// recomputes. The gradients are bitwise the same either way (docs/operators.md).
-    std::size_t backward_cache_bytes = std::size_t(512) << 20;
+    std::size_t backward_cache_bytes = std::size_t(256) << 20;
 
     /// The typed configuration: each field that differs from its default becomes a shorthand.
     template <detail::policy_type M, class S>
@@ -108,7 +108,7 @@ struct attention_config<Map, Sampler> {
     /// Bytes the simd backend may keep between the two passes of a causal backward (the
     /// tiles' features and intra-tile scores) instead of recomputing them; 0 always
     /// recomputes. The gradients are bitwise the same either way (docs/operators.md).
-    std::size_t backward_cache_bytes = std::size_t(512) << 20;
+    std::size_t backward_cache_bytes = std::size_t(256) << 20;
 
     /// Writes every shorthand into `feature` / `sampler` and clears it. Throws kattn::error
     /// naming a shorthand that neither policy has.

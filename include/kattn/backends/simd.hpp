@@ -20,6 +20,8 @@
 #include "simd/linear_forward.hpp"
 #include "reference.hpp"
 
+#include <cstddef>
+
 #include <xsimd/xsimd.hpp>
 
 namespace kattn::backends {
@@ -67,6 +69,18 @@ struct simd {
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
                          const backends::slice_link<T>& link) {
         detail::simd_impl::linear_backward<Map, T, arch>(pb, g, &link);
+    }
+
+    /// Bytes of backward cache the calling thread keeps for its next backward call
+    /// (attention_config::backward_cache_bytes; docs/backends.md §3).
+    static std::size_t workspace_bytes() {
+        return detail::simd_impl::cache_storage<float>::of_this_thread().cap * sizeof(float) +
+               detail::simd_impl::cache_storage<double>::of_this_thread().cap * sizeof(double);
+    }
+    /// Frees the calling thread's backward cache (the next backward allocates it again).
+    static void release_workspace() {
+        detail::simd_impl::cache_storage<float>::of_this_thread() = {};
+        detail::simd_impl::cache_storage<double>::of_this_thread() = {};
     }
 
     /// One decoding token: the reference backend's step (explicit fallback).

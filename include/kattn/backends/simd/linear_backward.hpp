@@ -31,20 +31,30 @@ void combine_suffix(key_state<T>& earlier, const key_state<T>& later) {
     earlier.add_scaled(later, std::exp(earlier.C - later.C));
 }
 
-/// The causal backward's tile cache storage: one buffer per calling thread, grown to the
-/// largest cache that thread has used (at most attention_config::backward_cache_bytes)
-/// and kept, so repeated training steps do not pay for fresh pages every call. Written
-/// before read, tile by tile: never zero-filled.
+/// The backward caches' storage: one buffer per calling thread and value type, grown to the
+/// largest cache that thread has used (at most attention_config::backward_cache_bytes) and
+/// kept, so repeated training steps do not pay for fresh pages every call; released by
+/// backends::simd::release_workspace(). Written before read, tile by tile: never zero-filled.
+template <class T>
+struct cache_storage {
+    std::unique_ptr<T[]> buf;
+    std::size_t cap = 0;
+
+    static cache_storage& of_this_thread() {
+        thread_local cache_storage s;
+        return s;
+    }
+};
+
 template <class T>
 T* cache_workspace(std::size_t n) {
-    thread_local std::unique_ptr<T[]> buf;
-    thread_local std::size_t cap = 0;
-    if (n > cap) {
-        buf.reset();
-        buf.reset(new T[n]);
-        cap = n;
+    auto& s = cache_storage<T>::of_this_thread();
+    if (n > s.cap) {
+        s.buf.reset();
+        s.buf.reset(new T[n]);
+        s.cap = n;
     }
-    return buf.get();
+    return s.buf.get();
 }
 
 template <class Map, class T, class Arch>
