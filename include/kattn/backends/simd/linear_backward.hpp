@@ -152,8 +152,9 @@ struct backward_kernels {
     /// intra-tile scores, and the keys' scaled inputs, projections and own shifts. Token
     /// t of head p owns row p·L + t of every array (A: tile_rows entries per token).
     struct tile_cache {
-        index_t L = 0, F = 0, P = 0, d = 0;
-        T *phq, *phk, *A, *xk, *uk, *ck;
+        index_t L = 0, F = 0;
+        T *phq, *phk, *A, *ck;
+        projection_cache<T> keys;  ///< the keys' scaled inputs and projections
 
         /// Bytes a cache of these extents takes (saturating).
         static std::size_t bytes(const attention_problem<Map, T>& pb, const spectral<Map, T>& sp) {
@@ -161,16 +162,14 @@ struct backward_kernels {
             const double all = per_token * double(pb.problems) * double(pb.q_len);
             return all >= 9e18 ? std::size_t(-1) : std::size_t(all);
         }
-        tile_cache(const attention_problem<Map, T>& pb, const spectral<Map, T>& sp)
-            : L(pb.q_len), F(sp.F), P(sp.P), d(sp.d) {
+        tile_cache(const attention_problem<Map, T>& pb, const spectral<Map, T>& sp) : L(pb.q_len), F(sp.F) {
             const std::size_t rows = sz(pb.problems * pb.q_len);
-            T* w = cache_workspace<T>(rows * sz(2 * F + tile_rows + d + P + 1));
+            T* w = cache_workspace<T>(rows * sz(2 * F + tile_rows + sp.d + sp.P + 1));
             phq = w;
             phk = phq + rows * sz(F);
             A = phk + rows * sz(F);
-            xk = A + rows * sz(tile_rows);
-            uk = xk + rows * sz(d);
-            ck = uk + rows * sz(P);
+            keys = {A + rows * sz(tile_rows), A + rows * sz(tile_rows + sp.d), L, sp.d, sp.P};
+            ck = keys.u + rows * sz(sp.P);
         }
         std::size_t row(index_t p, index_t i) const { return sz(p * L + i); }
 
@@ -181,8 +180,7 @@ struct backward_kernels {
             std::copy_n(wq.phi.begin(), n * F, phq + r * F);
             std::copy_n(ct.phk.begin(), nvalid * F, phk + r * F);
             std::copy_n(ct.A.begin(), n * nvalid, A + r * tile_rows);
-            std::copy_n(wk.xs.begin(), n * d, xk + r * d);
-            std::copy_n(wk.u.begin(), n * P, uk + r * P);
+            keys.save(p, i, n, wk);
             std::copy_n(wk.shift.begin(), n, ck + r);
         }
         /// Restores what causal_scores(…, known_Ci) would compute; returns nvalid. The
@@ -191,8 +189,7 @@ struct backward_kernels {
                      typename fwd::causal_tile& ct, const T* known_Ci, T*& phq_out, T*& phk_out, T*& A_out) {
             const std::size_t r = row(p, i);
             const index_t nvalid = std::clamp<index_t>(pb.valid_keys(p) - i, 0, n);
-            std::copy_n(xk + r * d, n * d, wk.xs.begin());
-            std::copy_n(uk + r * P, n * P, wk.u.begin());
+            keys.load(p, i, n, wk);
             std::copy_n(ck + r, n, wk.shift.begin());
             std::copy_n(ck + r, n, ct.ck.begin());
             std::copy_n(known_Ci, n, ct.Ci.begin());
