@@ -34,6 +34,11 @@
 //
 // The reported time is the median of --repeats runs after one warm-up run; when the warm-up
 // shows a case would exceed --budget seconds, fewer repeats are taken (the count is reported).
+// The slowest of those runs is kept too (seconds_max): a thread pool that wakes late shows there.
+// --after-blas: before every run of a kattn or softmax case (untimed), one 256×256×256
+// cblas_sgemm with the same thread count, so each timed call starts right after OpenBLAS's
+// threads have worked (and, in OpenBLAS's pthreads build, while they still spin); bench/
+// shared_machine uses it with a competing busy process to measure kattn on a shared machine.
 //
 // Memory: before each case the process's peak-RSS counter is reset (Linux: "5" written to
 // /proc/self/clear_refs resets VmHWM), and after it VmHWM is read, so peak_rss_bytes is the
@@ -45,6 +50,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -89,7 +95,7 @@ struct options {
     long reference_max_L = 4096;
     long softmax_max_L = 16384;
     long sgemm_size = 2048;
-    bool quick = false, no_reference = false, no_softmax = false, no_causal = false;
+    bool quick = false, no_reference = false, no_softmax = false, no_causal = false, after_blas = false;
     std::vector<std::string> maps{"favor"};
     std::string json_file;
     std::string commit;
@@ -101,7 +107,8 @@ struct record {
     bool causal = false;
     long L = 0, d = 0, dv = 0, m = 0, heads = 0, batch = 0;
     int threads = 0, repeats = 0;
-    double seconds = NAN, flops = NAN, gflops = NAN, sgemm_fraction = NAN, peak_fraction = NAN, tokens_per_s = NAN;
+    double seconds = NAN, seconds_max = NAN, flops = NAN, gflops = NAN, sgemm_fraction = NAN, peak_fraction = NAN,
+           tokens_per_s = NAN;
     long peak_rss_bytes = 0, rss_before_bytes = 0;
     bool rss_is_case_peak = false;
     bool skipped = false;
@@ -177,10 +184,18 @@ std::string compiler() {
 
 // ------------------------------------------------------------------ timing
 
+struct timing {
+    double median = 0, max = 0;
+    int repeats = 0;
+};
+
 /// Runs fn once (warm-up) and then up to `repeats` times, fewer when the warm-up says
-/// the case would exceed `budget` seconds. Returns (median seconds, repeats taken).
-std::pair<double, int> time_median(const std::function<void()>& fn, int repeats, double budget) {
+/// the case would exceed `budget` seconds; `before` (when given) runs untimed before each.
+/// Returns the median and the slowest of the timed runs, and their number.
+timing time_runs(const std::function<void()>& fn, int repeats, double budget,
+                 const std::function<void()>& before = {}) {
     auto once = [&] {
+        if (before) before();
         const auto t0 = clock_type::now();
         fn();
         return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -192,7 +207,7 @@ std::pair<double, int> time_median(const std::function<void()>& fn, int repeats,
     for (int r = 0; r < n; ++r) ts.push_back(once());
     std::sort(ts.begin(), ts.end());
     const double med = ts.size() % 2 ? ts[ts.size() / 2] : 0.5 * (ts[ts.size() / 2 - 1] + ts[ts.size() / 2]);
-    return {med, n};
+    return {med, ts.back(), n};
 }
 
 // ------------------------------------------------------------------ inputs
@@ -328,7 +343,7 @@ public:
         start_case(r);
         // Small problems: batch several calls per timed run so one run is >= ~20 ms.
         const int inner = std::max(1, int(0.02 / (r.flops / 50e9)));
-        auto [t, n] = time_median(
+        const auto [t, t_max, n] = time_runs(
             [&] {
                 for (int i = 0; i < inner; ++i)
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), 1.0f, A.data(),
@@ -336,6 +351,7 @@ public:
             },
             std::max(o_.repeats, 5), o_.budget);
         r.seconds = t / inner;
+        r.seconds_max = t_max / inner;
         r.repeats = n;
         if (inner > 1) r.note = "x" + std::to_string(inner) + " calls per run";
         if (label == "square_end") r.note += std::string(r.note.empty() ? "" : "; ") + "drift check";
@@ -406,8 +422,20 @@ public:
     void run_case(record& r, const std::function<void()>& fn, double budget = 0) {
         start_case(r);
         try {
-            auto [t, n] = time_median(fn, o_.repeats, budget > 0 ? budget : o_.budget);
+            std::function<void()> before;
+            std::vector<float> a, c;
+            if (o_.after_blas) {
+                a.assign(256 * 256, 0.5f);
+                c.assign(256 * 256, 0.0f);
+                before = [&] {
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 256, 256, 256, 1.0f, a.data(), 256, a.data(),
+                                256, 0.0f, c.data(), 256);
+                };
+                r.note += std::string(r.note.empty() ? "" : "; ") + "after a 256^3 sgemm";
+            }
+            const auto [t, t_max, n] = time_runs(fn, o_.repeats, budget > 0 ? budget : o_.budget, before);
             r.seconds = t;
+            r.seconds_max = t_max;
             r.repeats = n;
             r.sgemm_fraction = (r.flops / t * 1e-9) / ceiling_gflops;
             r.peak_fraction = (r.flops / t * 1e-9) / peak_gflops;
@@ -506,6 +534,7 @@ nlohmann::json to_json(const record& r) {
         {"threads", r.threads},
         {"repeats", r.repeats},
         {"seconds", num(r.seconds)},
+        {"seconds_max", num(r.seconds_max)},
         {"flops", num(r.flops)},
         {"gflops", num(r.gflops)},
         {"sgemm_fraction", num(r.sgemm_fraction)},
@@ -573,6 +602,7 @@ int main(int argc, char** argv) {
     app.add_flag("--no-reference", o.no_reference, "skip the reference backend");
     app.add_flag("--no-softmax", o.no_softmax, "skip exact softmax attention");
     app.add_flag("--no-causal", o.no_causal, "only non-causal attention");
+    app.add_flag("--after-blas", o.after_blas, "run a 256^3 cblas_sgemm (untimed) before every kattn/softmax run");
     CLI11_PARSE(app, argc, argv);
 
     const int all_threads = omp_get_max_threads();
@@ -758,14 +788,20 @@ int main(int argc, char** argv) {
                        {"budget_s", o.budget},
                        {"maps", map_names},
                        {"quick", o.quick},
+                       {"after_blas", o.after_blas},
                        {"seed", o.seed}};
+        nlohmann::json env = nlohmann::json::object();  // the thread pools' settings this run had
+        for (const char* k : {"OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_PROC_BIND",
+                              "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT"})
+            if (const char* v = std::getenv(k)) env[k] = v;
+        j["environment"] = env;
         j["fma_peak_gflops"] = peaks;
         j["fma_peak_start_end_gflops"] = peaks_start_end;
         j["sgemm_ceiling_gflops"] = ceilings;
         j["sgemm_ceiling_start_end_gflops"] = end_ceilings;
         j["crossovers"] = crossovers;
         j["notes"] = {
-            "seconds: median of `repeats` timed runs after one warm-up",
+            "seconds: median of `repeats` timed runs after one warm-up; seconds_max: the slowest of them",
             "forward_backward: one backward() call, which recomputes the forward and runs the backward; credited 3x "
             "forward FLOPs",
             "flops (per head): linear 2*L*d*P for Q and for K, 2*L*F*dv contraction, 2*L*F*dv output; softmax "

@@ -32,8 +32,9 @@
 //                shared by the heads, so 64 features per head), learned Q/K/V
 //
 // JSON (--json): {impl: "kattn", cpu, date, warmup, repeats, records: [{impl, config, model,
-// threads, step_seconds, step_seconds_min, tokens_per_second, samples, params, first_loss, …}]},
-// the layout of bench/peers/torch_encoder.py's output; bench/encoder_vs_torch joins the two.
+// threads, step_seconds, step_seconds_min, step_seconds_max, tokens_per_second, samples,
+// params, first_loss, …}]}, the layout of bench/peers/torch_encoder.py's output;
+// bench/encoder_vs_torch joins the two.
 //
 // usage: bench_encoder [--threads 1,2] [--configs fashion,sst2] [--models transformer,fska,performer]
 //                      [--warmup 3] [--repeats 10] [--json FILE]
@@ -126,7 +127,8 @@ nn::batch random_batch(const config& c, std::uint64_t seed) {
 struct result {
     std::string config, model;
     int threads = 0, warmup = 0, repeats = 0;
-    double step_seconds = NAN, step_seconds_min = NAN, tokens_per_second = NAN, first_loss = NAN;
+    double step_seconds = NAN, step_seconds_min = NAN, step_seconds_max = NAN, tokens_per_second = NAN,
+           first_loss = NAN;
     long long params = 0;
     std::vector<double> samples;
 };
@@ -172,6 +174,7 @@ result time_steps(Model& model, const nn::batch& b, const options& o) {
     const std::size_t n = v.size();
     r.step_seconds = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
     r.step_seconds_min = v.front();
+    r.step_seconds_max = v.back();
     return r;
 }
 
@@ -328,6 +331,7 @@ int main(int argc, char** argv) {
                                {"threads", r.threads},
                                {"step_seconds", r.step_seconds},
                                {"step_seconds_min", r.step_seconds_min},
+                               {"step_seconds_max", r.step_seconds_max},
                                {"tokens_per_second", r.tokens_per_second},
                                {"samples", r.samples},
                                {"warmup", r.warmup},

@@ -1,7 +1,9 @@
 // libFuzzer target: the labelled TSV/CSV readers (include/kattn/nn/data/labelled_text.hpp,
 // labelled_splits.hpp). The last two bytes choose the labelled_text_options (format, header,
 // columns by name or position, names or integer labels, class order, given class names,
-// delimiter, a small max_bytes) and the text_options. The whole input goes to
+// delimiter, a small max_bytes) and the text_options; max_classes is the default 65,536 when the
+// input's size is a multiple of 8, else 64 (a file with integer label 60000 makes 60,001 class
+// names that every later file rechecks: that path stays covered without slowing every run). The whole input goes to
 // read_labelled_text and split_labelled_text; split at NUL bytes into up to three parts, it
 // is the train, dev and test file of load_labelled_splits.
 // Asserts: only kattn::error is thrown, and what is returned is consistent: texts, labels and
@@ -15,9 +17,10 @@ namespace {
 
 using namespace kattn_fuzz;
 
-kattn::nn::labelled_text_options read_options(unsigned b, unsigned c) {
+kattn::nn::labelled_text_options read_options(unsigned b, unsigned c, std::size_t size) {
     using namespace kattn::nn;
     labelled_text_options o;
+    if (size % 8 != 0) o.max_classes = 64;
     o.format = c % 3 == 0 ? text_format::automatic : c % 3 == 1 ? text_format::tsv : text_format::csv;
     o.header = !((c >> 2) & 1u);
     switch ((c >> 3) % 4) {
@@ -83,7 +86,7 @@ void check_splits(const kattn::nn::labelled_splits& s) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);
     const unsigned b = size ? data[size - 1] : 0u, c = size > 1 ? data[size - 2] : 0u;
-    const kattn::nn::labelled_text_options o = read_options(b, c);
+    const kattn::nn::labelled_text_options o = read_options(b, c, size);
     kattn::nn::text_options t;
     t.max_length = 1 + b % 16;
     t.min_freq = 1 + ((c >> 7) & 1u);

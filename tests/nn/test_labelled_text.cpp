@@ -229,6 +229,9 @@ TEST_CASE("nn::read_labelled_text: bad options and unreadable paths") {
     arg({.text_index = 1, .label_index = 1}, "label_column");
     arg({.label_names = {"a", "a"}}, "label_names");
     arg({.label_names = {"a", ""}}, "label_names");
+    arg({.label_names = {"a", "b "}}, "label_names");
+    arg({.label_names = {"\tb", "a"}}, "label_names");
+    CHECK(contains(error_text([&] { nn::read_labelled_text(p, {.label_names = {"x", "y", "z", "y"}}); }), "'y' twice"));
     arg({.delimiter = '"'}, "delimiter");
     arg({.max_bytes = 4}, "path");  // larger than the bound
     const std::string missing = (dir.path / "missing.tsv").string();

@@ -40,7 +40,7 @@ struct simd {
 #pragma omp parallel
         {
             si::tile_worker<Map, T, arch> w(sp);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
             for (index_t t = 0; t < tiles; ++t) {
                 const index_t r0 = t * si::tile_rows, n = std::min(si::tile_rows, pb.n - r0);
                 w.project(n, pb.x + r0 * sp.d, false);

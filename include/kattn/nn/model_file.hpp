@@ -66,8 +66,8 @@ inline void check_label_names(const std::vector<std::string>& labels, index_t cl
         bool ok = !l.empty() && l.size() <= label_max_bytes;
         for (const char c : l) ok = ok && static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
         require(ok, "label_names", "non-empty names of at most 256 bytes without control characters" + where,
-                "'" + excerpt(l) + "'");
-        require(seen.insert(l).second, "label_names", "distinct names" + where, "'" + excerpt(l) + "' twice");
+                quoted_excerpt(l));
+        require(seen.insert(l).second, "label_names", "distinct names" + where, quoted_excerpt(l, " twice"));
     }
 }
 

@@ -374,7 +374,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> w(sp);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg;
                 K::query_pass(w, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), st[sz(p * nseg)], St[sz(p)],
@@ -398,7 +398,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> w(sp);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
                 const index_t a = std::min(nk, seg(pb.k_len, s)), b = std::min(nk, seg(pb.k_len, s + 1));
@@ -426,7 +426,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
         {
             tile_worker<Map, T, Arch> wq(sp), wk(sp);
             typename K::causal_bufs b(F, dv);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg;
                 const index_t off = p * pb.q_len;
@@ -456,7 +456,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
         {
             tile_worker<Map, T, Arch> wq(sp), wk(sp);
             typename K::causal_bufs b(F, dv);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg;
                 const index_t off = p * pb.q_len;

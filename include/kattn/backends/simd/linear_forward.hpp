@@ -196,7 +196,7 @@ std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const a
 #pragma omp parallel
     {
         tile_worker<Map, T, Arch> w(sp);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (index_t it = 0; it < items; ++it) {
             const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
             const index_t a = std::min(nk, split_point(length, nseg, s)),
@@ -285,7 +285,7 @@ void linear_forward(const attention_problem<Map, T>& pb, T* out, const slice_lin
         {
             tile_worker<Map, T, Arch> w(sp);
             std::vector<T> num;
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg;
                 K::emit(w, pb, p, split_point(pb.q_len, nseg, s), split_point(pb.q_len, nseg, s + 1),
@@ -298,7 +298,7 @@ void linear_forward(const attention_problem<Map, T>& pb, T* out, const slice_lin
 #pragma omp parallel
     {
         tile_worker<Map, T, Arch> wq(sp), wk(sp);
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
         for (index_t it = 0; it < items; ++it) {
             const index_t p = it / nseg, s = it % nseg;
             K::causal(wq, wk, pb, p, split_point(pb.q_len, nseg, s), split_point(pb.q_len, nseg, s + 1), init[sz(it)],

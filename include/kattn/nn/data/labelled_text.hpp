@@ -43,6 +43,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -225,13 +226,15 @@ inline index_t choose_column(const std::string& path, const text_record* header,
     return index;
 }
 
+/// Names must be non-empty, without surrounding ASCII whitespace, and distinct: one hash-set pass
+/// (a training file's 65,536 integer class names are checked again for each later file).
 inline void check_label_names(const std::vector<std::string>& names) {
-    std::vector<std::string> sorted = names;
-    std::sort(sorted.begin(), sorted.end());
-    for (std::size_t k = 0; k < sorted.size(); ++k) {
-        require(!trim_ascii(sorted[k]).empty() && trim_ascii(sorted[k]) == sorted[k], "label_names",
-                "non-empty names without surrounding whitespace", "'" + sorted[k] + "'");
-        require(k == 0 || sorted[k] != sorted[k - 1], "label_names", "distinct names", "'" + sorted[k] + "' twice");
+    std::unordered_set<std::string_view> seen;
+    seen.reserve(names.size());
+    for (const std::string& n : names) {
+        require(!n.empty() && !is_space(n.front()) && !is_space(n.back()), "label_names",
+                "non-empty names without surrounding whitespace", quoted_excerpt(n));
+        require(seen.insert(n).second, "label_names", "distinct names", quoted_excerpt(n, " twice"));
     }
 }
 
@@ -263,7 +266,8 @@ inline labelled_data read_labelled_text(const std::string& path, const labelled_
     labelled_data d;
     std::unordered_map<std::string, int> ids;
     const bool given = !o.label_names.empty();
-    for (std::size_t k = 0; k < o.label_names.size(); ++k) ids.emplace(o.label_names[k], int(k));
+    if (o.labels == label_type::names)
+        for (std::size_t k = 0; k < o.label_names.size(); ++k) ids.emplace(o.label_names[k], int(k));
     int max_label = -1;
     for (std::size_t r = first; r < records.size(); ++r) {
         const detail::text_record& rec = records[r];

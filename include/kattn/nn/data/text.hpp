@@ -118,6 +118,14 @@ inline std::string excerpt(std::string_view s) {
     return s.size() <= 60 ? std::string(s) : std::string(s.substr(0, 57)) + "...";
 }
 
+/// excerpt(s) in single quotes, then `tail`; built by appending (GCC 12's -Wrestrict misfires
+/// on "'" + std::string).
+inline std::string quoted_excerpt(std::string_view s, std::string_view tail = {}) {
+    std::string q(1, '\'');
+    q.append(excerpt(s)).append(1, '\'').append(tail);
+    return q;
+}
+
 }  // namespace detail
 
 /// The lines of the file at `path`, at most max_bytes long (see the header comment).

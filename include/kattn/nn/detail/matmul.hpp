@@ -23,7 +23,7 @@ inline constexpr index_t matmul_block = 64;
 template <class T, class Gemm = kattn::detail::simd_gemm<>>
 void matmul(index_t n, index_t in, index_t out, const T* x, const T* W, T* y, bool accumulate = false) {
     const index_t blocks = (n + matmul_block - 1) / matmul_block;
-#pragma omp parallel for schedule(static) if (blocks > 1 && n * in * out > 65536)
+#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1 && n * in * out > 65536)
     for (index_t b = 0; b < blocks; ++b) {
         const index_t r0 = b * matmul_block, rn = std::min(matmul_block, n - r0);
         Gemm::template run<T>(rn, out, in, x + r0 * in, in, 1, W, out, y + r0 * out, out, accumulate);
@@ -43,7 +43,7 @@ template <class T, class Gemm = kattn::detail::simd_gemm<>>
 void matmul_tn(index_t n, index_t in, index_t out, const T* x, const T* dy, T* dW, bool accumulate = true) {
     constexpr index_t rb = 16;  // rows of dW per task
     const index_t blocks = (in + rb - 1) / rb;
-#pragma omp parallel for schedule(static) if (blocks > 1 && n * in * out > 65536)
+#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1 && n * in * out > 65536)
     for (index_t b = 0; b < blocks; ++b) {
         const index_t i0 = b * rb, ni = std::min(rb, in - i0);
         // A(i, k) = x[k·in + i0 + i]: a_rs = 1, a_cs = in.
