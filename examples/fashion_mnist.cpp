@@ -89,14 +89,7 @@ int main(int argc, char** argv) {
         std::vector<std::string> models{"transformer", "transformer-noqkv", "uniform",   "fska",           "fska-s4",
                                         "fska-signed", "fska-learnable-v",  "performer", "kernel-softplus"};
         if (!models_arg.empty()) models = experiment::split_list(models_arg);
-        nn::trainer_config tcfg{.epochs = epochs > 0 ? epochs
-                                          : quick    ? 2
-                                                     : 10,
-                                .batch_size = batch,
-                                .lr = lr,
-                                .weight_decay = 1e-4,
-                                .warmup_fraction = 0.05,
-                                .clip = 1.0};
+        nn::trainer_config tcfg = experiment::trainer_settings(epochs > 0 ? epochs : quick ? 2 : 10, batch, lr);
         tcfg.batch_size = world.per_rank_batch(batch);
         if (world.root())
             std::printf(
@@ -107,13 +100,8 @@ int main(int argc, char** argv) {
             return nn::patch_input<float>({.patch_height = ph, .patch_width = pw, .dim = mo.dim, .seed = seed + 7});
         };
         std::vector<experiment::record> records;
-        for (const auto& m : models) {
-            records.push_back(experiment::run_model<nn::patch_input<float>>(m, "fashion-mnist", {&train, &dev, &test},
-                                                                            mo, tcfg, seeds, make_input, world.comm()));
-            if (!world.root()) continue;
-            experiment::print_table(records);
-            if (!json.empty()) experiment::write_json(json, records);
-        }
+        experiment::run_models<nn::patch_input<float>>(models, "fashion-mnist", {&train, &dev, &test}, mo, tcfg, seeds,
+                                                       make_input, world.comm(), json, records);
     } catch (const kattn::error& e) {
         std::fprintf(stderr, "%s\n", e.what());
         return 1;

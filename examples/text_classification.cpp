@@ -159,14 +159,9 @@ int main(int argc, char** argv) {
                 return nn::token_input<float>(
                     {.vocab = vocab, .dim = mo.dim, .max_length = max_length, .seed = seed + 7});
             };
-            for (const auto& m : models) {
-                records.push_back(experiment::run_model<nn::token_input<float>>(
-                    m, name, {&data.train, data.dev.size() > 0 ? &data.dev : nullptr, &data.test}, mo, tcfg, seeds,
-                    make_input, world.comm()));
-                if (!world.root()) continue;
-                experiment::print_table(records);
-                if (!json.empty()) experiment::write_json(json, records);
-            }
+            experiment::run_models<nn::token_input<float>>(
+                models, name, {&data.train, data.dev.size() > 0 ? &data.dev : nullptr, &data.test}, mo, tcfg, seeds,
+                make_input, world.comm(), json, records);
         }
     } catch (const kattn::error& e) {
         std::fprintf(stderr, "%s\n", e.what());

@@ -1,5 +1,5 @@
 // examples/common/experiment.hpp — the model zoo and the run/aggregate loop shared by
-// examples/fashion_mnist and examples/text_classification.
+// examples/fashion_mnist, examples/text_classification and examples/listops.
 //
 // A model is named by a string (the papers' vocabulary):
 //   transformer            softmax attention with learned Q, K, V
@@ -272,7 +272,14 @@ record run_model(const std::string& name, const std::string& dataset_name, const
     return aggregate(name, dataset_name, os);
 }
 
-/// The table printed by both examples.
+/// The examples' trainer settings: `epochs`, mini-batches of `batch`, AdamW at peak `lr` with
+/// weight decay 1e-4, 5 % warm-up then cosine decay, gradients clipped to norm 1.
+inline nn::trainer_config trainer_settings(index_t epochs, index_t batch, double lr) {
+    return {
+        .epochs = epochs, .batch_size = batch, .lr = lr, .weight_decay = 1e-4, .warmup_fraction = 0.05, .clip = 1.0};
+}
+
+/// The table printed by the examples.
 inline void print_table(const std::vector<record>& rs, std::FILE* out = stdout) {
     std::fprintf(out, "\n%-22s %-14s %5s %16s %16s %7s %9s %8s %8s\n", "model", "dataset", "seeds", "accuracy",
                  "macro-F1", "ECE", "params", "seconds", "entropy");
@@ -291,6 +298,21 @@ inline void write_json(const std::string& path, const std::vector<record>& rs) {
     const std::string s = j.dump(2) + "\n";
     std::fwrite(s.data(), 1, s.size(), f);
     std::fclose(f);
+}
+
+/// run_model for each of `models`, appending to `records`; after each model, rank 0 prints
+/// the table and rewrites `json` (when not empty), so an interrupted run keeps what finished.
+template <class Input>
+void run_models(const std::vector<std::string>& models, const std::string& dataset_name, const splits& data,
+                const model_options& mo, const nn::trainer_config& tcfg, const std::vector<std::uint64_t>& seeds,
+                const std::function<Input(std::uint64_t)>& make_input, nn::communicator_ref comm,
+                const std::string& json, std::vector<record>& records) {
+    for (const auto& m : models) {
+        records.push_back(run_model<Input>(m, dataset_name, data, mo, tcfg, seeds, make_input, comm));
+        if (comm.rank() != 0) continue;
+        print_table(records);
+        if (!json.empty()) write_json(json, records);
+    }
 }
 
 }  // namespace experiment
