@@ -92,7 +92,13 @@ TEST_CASE("listops_value: hand-computed expressions and malformed input") {
     CHECK(contains(err({}), "ends early"));
     CHECK(contains(err({3, 0}), "after the first expression"));
     CHECK(contains(err({12, 16, 15}), "id 16"));
-    CHECK(contains(err(std::vector<std::int32_t>(5000, 11)), "4096 deep"));
+    CHECK(contains(err({15}), "no list open"));
+    // Nesting of any depth (no recursion): [MAX [MAX … [MAX 7 ] … ] ], 100,000 deep.
+    std::vector<std::int32_t> deep(100000, 12);
+    deep.push_back(8);
+    deep.insert(deep.end(), 100000, 15);
+    CHECK(nn::listops_value(deep) == 7);
+    CHECK(contains(err(std::vector<std::int32_t>(5000, 11)), "ends early"));
 }
 
 TEST_CASE("make_listops: bounds, structure, labels, no duplicates, reproducible") {

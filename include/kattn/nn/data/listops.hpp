@@ -69,22 +69,11 @@ namespace detail {
 
 inline constexpr std::int32_t listops_min = 11, listops_max = 12, listops_med = 13, listops_sm = 14, listops_end = 15;
 
-/// Reads one expression from tokens[pos…]; returns its value and advances pos.
-inline int listops_eval_at(std::span<const std::int32_t> t, std::size_t& pos, int depth) {
-    require(pos < t.size(), "tokens", "a complete ListOps expression", "a sequence that ends early");
-    require(depth <= 4096, "tokens", "expressions nested at most 4096 deep", "deeper nesting");
-    const std::int32_t tok = t[pos++];
-    if (tok >= 1 && tok <= 10) return tok - 1;
-    require(tok >= listops_min && tok <= listops_sm, "tokens", "a digit (ids 1-10) or an operator (ids 11-14)",
-            "id " + std::to_string(tok) + " at position " + std::to_string(pos - 1));
-    std::vector<int> args;
-    while (pos < t.size() && t[pos] != listops_end) args.push_back(listops_eval_at(t, pos, depth + 1));
-    require(pos < t.size(), "tokens", "a closing ']' (id 15) for every operator", "a sequence that ends early");
-    ++pos;
-    require(!args.empty(), "tokens", "operators with at least one argument", "an empty list");
+/// The value of operator `op` on `args` (sorted in place).
+inline int listops_apply(std::int32_t op, std::vector<int>& args) {
     std::sort(args.begin(), args.end());
     const std::size_t n = args.size();
-    switch (tok) {
+    switch (op) {
         case listops_min:
             return args.front();
         case listops_max:
@@ -180,12 +169,45 @@ struct listops_sequence_hash {
 
 /// The value (class) of one ListOps expression given as token ids (see the header comment);
 /// a kattn::error for argument 'tokens' when it is not exactly one well-formed expression.
+/// Iterative (an explicit stack), so any nesting depth is safe.
 inline int listops_value(std::span<const std::int32_t> tokens) {
-    std::size_t pos = 0;
-    const int v = detail::listops_eval_at(tokens, pos, 0);
-    detail::require(pos == tokens.size(), "tokens", "exactly one expression",
-                    std::to_string(tokens.size() - pos) + " token(s) after the first expression");
-    return v;
+    struct open_list {
+        std::int32_t op;
+        std::vector<int> args;
+    };
+    std::vector<open_list> stack;
+    int result = 0;
+    bool done = false;
+    for (std::size_t pos = 0; pos < tokens.size(); ++pos) {
+        detail::require(!done, "tokens", "exactly one expression",
+                        std::to_string(tokens.size() - pos) + " token(s) after the first expression");
+        const std::int32_t tok = tokens[pos];
+        int value = 0;
+        if (tok >= 1 && tok <= 10) {
+            value = tok - 1;
+        } else if (tok >= detail::listops_min && tok <= detail::listops_sm) {
+            stack.push_back({tok, {}});
+            continue;
+        } else if (tok == detail::listops_end) {
+            detail::require(!stack.empty(), "tokens", "a ']' (id 15) only after an operator",
+                            "a ']' at position " + std::to_string(pos) + " with no list open");
+            open_list l = std::move(stack.back());
+            stack.pop_back();
+            detail::require(!l.args.empty(), "tokens", "operators with at least one argument",
+                            "an empty list closed at position " + std::to_string(pos));
+            value = detail::listops_apply(l.op, l.args);
+        } else {
+            detail::fail("tokens", "ids 1-15 (digits, operators, ']')",
+                         "id " + std::to_string(tok) + " at position " + std::to_string(pos));
+        }
+        if (stack.empty())
+            result = value, done = true;
+        else
+            stack.back().args.push_back(value);
+    }
+    detail::require(done, "tokens", "a complete ListOps expression (every operator closed by ']')",
+                    "a sequence that ends early");
+    return result;
 }
 
 /// The expression as text, tokens separated by spaces ("[MAX 2 9 [MIN 4 7 ] 0 ]").
