@@ -70,8 +70,8 @@ namespace detail {
 
 inline constexpr std::int32_t listops_min = 11, listops_max = 12, listops_med = 13, listops_sm = 14, listops_end = 15;
 
-/// The value of operator `op` on `args` (sorted in place).
-inline int listops_apply(std::int32_t op, std::vector<int>& args) {
+/// The value of operator `op` (ids 11-14) on `args` (sorted in place; at least one).
+inline int listops_apply(std::int32_t op, std::span<int> args) {
     std::sort(args.begin(), args.end());
     const std::size_t n = args.size();
     switch (op) {
@@ -132,24 +132,7 @@ private:
         out[op_at] = listops_min + op;
         if (index_t(out.size()) >= o_.max_length) return false;
         out.push_back(listops_end);
-        std::sort(args.begin(), args.begin() + n);
-        switch (op) {
-            case 0:
-                value = args[0];
-                break;
-            case 1:
-                value = args[std::size_t(n - 1)];
-                break;
-            case 2:
-                value =
-                    n % 2 ? args[std::size_t(n / 2)] : (args[std::size_t(n / 2 - 1)] + args[std::size_t(n / 2)]) / 2;
-                break;
-            default: {
-                int s = 0;
-                for (int k = 0; k < n; ++k) s += args[std::size_t(k)];
-                value = s % 10;
-            }
-        }
+        value = listops_apply(listops_min + op, std::span<int>(args.data(), std::size_t(n)));
         return true;
     }
 
