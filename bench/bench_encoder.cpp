@@ -23,7 +23,13 @@
 //   sst2     64 sentences of 32 tokens (all valid, ids uniform in [2, vocab)), vocab 15,000,
 //            Embedding + sinusoidal positions (nn::token_input), d = 128, 2 heads, 2 post-LN
 //            layers, FFN 256, dropout 0.1, 2 classes
-// Models (experiment.hpp's defaults):
+//   lra      Long Range Arena's efficiency model (its byte-level text classifier): 8 sequences
+//            of 1,024 bytes (--batch, --lengths), vocab 256, d = 256, 4 heads, 4 post-LN layers,
+//            FFN 1024, dropout 0.1, 2 classes. Its models come from the library's factory
+//            (nn::with_model, kattn/nn/model_factory.hpp), so any model kind the examples
+//            accept runs here: transformer, performer, fska, vanilla-<map>, kernel-<map>, ...
+//            (kernel-<map> times the same step as vanilla-<map>: phase A is not a step).
+// Models of fashion and sst2 (experiment.hpp's defaults):
 //   transformer  nn::softmax_mha with Q/K/V projections
 //   fska         nn::fska_attention: 64 pairs per head, positive (s = 1), per-head RealNVP
 //                flows (3 couplings, hidden 2·D_flow), NGSM prior with 10 components,
@@ -31,13 +37,19 @@
 //   performer    nn::performer: favor + orthogonal Ω with num_features = 64 (Ω: dh × 64,
 //                shared by the heads, so 64 features per head), learned Q/K/V
 //
+// Memory: base_rss_bytes is the process's resident set before the case's batch and model
+// are built, peak_rss_bytes its high-water mark (VmHWM) after the timed steps; their difference
+// is what the case added at its peak. The high-water mark is the process's, so run one case
+// per process when memory matters (bench/lra_efficiency does).
+//
 // JSON (--json): {impl: "kattn", cpu, date, warmup, repeats, records: [{impl, config, model,
 // threads, step_seconds, step_seconds_min, step_seconds_max, tokens_per_second, samples,
-// params, first_loss, …}]}, the layout of bench/peers/torch_encoder.py's output;
-// bench/encoder_vs_torch joins the two.
+// params, first_loss, base_rss_bytes, peak_rss_bytes, …}]}, the layout of
+// bench/peers/torch_encoder.py's output; bench/encoder_vs_torch and bench/lra_efficiency join
+// the two.
 //
-// usage: bench_encoder [--threads 1,2] [--configs fashion,sst2] [--models transformer,fska,performer]
-//                      [--warmup 3] [--repeats 10] [--json FILE]
+// usage: bench_encoder [--threads 1,2] [--configs fashion,sst2,lra] [--models transformer,fska,performer]
+//                      [--lengths 1024,4096] [--batch B] [--warmup 3] [--repeats 10] [--json FILE]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -61,6 +73,7 @@
 #include <kattn/nn/attention/kernel_mha.hpp>
 #include <kattn/nn/attention/softmax_mha.hpp>
 #include <kattn/nn/classifier.hpp>
+#include <kattn/nn/model_factory.hpp>
 #include <kattn/nn/trainer.hpp>
 
 namespace {
@@ -73,6 +86,8 @@ struct options {
     std::vector<int> threads{0};
     std::vector<std::string> configs{"fashion", "sst2"};
     std::vector<std::string> models{"transformer", "fska", "performer"};
+    std::vector<index_t> lengths;  ///< token configs: sequence lengths to run (empty: the config's)
+    index_t batch = 0;             ///< 0: the config's batch size
     int warmup = 3, repeats = 10;
     std::uint64_t seed = 1;
     std::string json_file;
@@ -82,6 +97,7 @@ struct options {
 struct config {
     std::string name;
     bool images = false;
+    bool factory = false;  ///< models from nn::with_model (any kind) instead of run_model's three
     index_t batch = 0, length = 0, dim = 0, heads = 0, layers = 2, ffn = 256, classes = 2, vocab = 0;
     double dropout = 0.1;
 };
@@ -97,6 +113,17 @@ const std::vector<config>& config_table() {
          .heads = 2,
          .classes = 2,
          .vocab = 15000},
+        {.name = "lra",
+         .images = false,
+         .factory = true,
+         .batch = 8,
+         .length = 1024,
+         .dim = 256,
+         .heads = 4,
+         .layers = 4,
+         .ffn = 1024,
+         .classes = 2,
+         .vocab = 256},
     };
     return t;
 }
@@ -124,12 +151,26 @@ nn::batch random_batch(const config& c, std::uint64_t seed) {
     return b;
 }
 
+/// A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 where it cannot be read.
+long long proc_status_bytes(const std::string& field) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+        if (line.rfind(field + ":", 0) == 0) {
+            std::istringstream in(line.substr(field.size() + 1));
+            long long kib = -1;
+            in >> kib;
+            return kib < 0 ? -1 : kib * 1024;
+        }
+    return -1;
+}
+
 struct result {
     std::string config, model;
     int threads = 0, warmup = 0, repeats = 0;
     double step_seconds = NAN, step_seconds_min = NAN, step_seconds_max = NAN, tokens_per_second = NAN,
            first_loss = NAN;
-    long long params = 0;
+    long long params = 0, base_rss_bytes = -1, peak_rss_bytes = -1;
     std::vector<double> samples;
 };
 
@@ -218,15 +259,40 @@ result run_model(const std::string& name, const config& c, Input input, const nn
     throw std::invalid_argument("unknown model '" + name + "' (expected transformer, fska or performer)");
 }
 
+/// Builds model `name` (any kind of nn::model_spec) for configuration c through the library's
+/// factory, with the examples' seeds scheme, and times it.
+result run_factory_model(const std::string& name, const config& c, const nn::batch& b, const options& o) {
+    const nn::model_spec spec{.kind = name,
+                              .dim = c.dim,
+                              .heads = c.heads,
+                              .layers = c.layers,
+                              .ffn_hidden = c.ffn,
+                              .dropout = c.dropout,
+                              .max_length = c.length,
+                              .classes = c.classes,
+                              .seed = o.seed};
+    result r;
+    nn::with_text_model(spec, c.vocab, [&](auto& model) { r = time_steps(model, b, o); });
+    return r;
+}
+
 result run_case(const std::string& model, const config& c, const options& o) {
+    const long long base = proc_status_bytes("VmRSS");
     const nn::batch b = random_batch(c, o.seed);
-    if (c.images)
-        return run_model(
-            model, c, nn::patch_input<float>({.patch_height = 7, .patch_width = 7, .dim = c.dim, .seed = o.seed + 7}),
-            b, o);
-    return run_model(
-        model, c, nn::token_input<float>({.vocab = c.vocab, .dim = c.dim, .max_length = c.length, .seed = o.seed + 7}),
-        b, o);
+    result r;
+    if (c.factory)
+        r = run_factory_model(model, c, b, o);
+    else if (c.images)
+        r = run_model(model, c,
+                      nn::patch_input<float>({.patch_height = 7, .patch_width = 7, .dim = c.dim, .seed = o.seed + 7}),
+                      b, o);
+    else
+        r = run_model(
+            model, c,
+            nn::token_input<float>({.vocab = c.vocab, .dim = c.dim, .max_length = c.length, .seed = o.seed + 7}), b, o);
+    r.base_rss_bytes = base;
+    r.peak_rss_bytes = proc_status_bytes("VmHWM");
+    return r;
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -264,7 +330,11 @@ int main(int argc, char** argv) {
     std::string threads_arg, configs_arg, models_arg;
     app.add_option("--threads", threads_arg, "OpenMP thread count(s), comma-separated; 0 = all (default: all)");
     app.add_option("--configs", configs_arg, "comma-separated configurations: fashion,sst2 (default both)");
-    app.add_option("--models", models_arg, "comma-separated models: transformer,fska,performer (default all)");
+    app.add_option("--models", models_arg,
+                   "comma-separated models: transformer,fska,performer (default); lra: any model kind");
+    std::string lengths_arg;
+    app.add_option("--lengths", lengths_arg, "token configs: comma-separated sequence lengths (default: the config's)");
+    app.add_option("--batch", o.batch, "batch size (default: the config's)")->check(CLI::NonNegativeNumber);
     app.add_option("--warmup", o.warmup, "untimed steps before timing (default 3)")->check(CLI::NonNegativeNumber);
     app.add_option("--repeats", o.repeats, "timed steps; the median is reported (default 10)")
         ->check(CLI::PositiveNumber);
@@ -280,6 +350,7 @@ int main(int argc, char** argv) {
         }
         if (!configs_arg.empty()) o.configs = split(configs_arg);
         if (!models_arg.empty()) o.models = split(models_arg);
+        for (const auto& l : split(lengths_arg)) o.lengths.push_back(std::stoll(l));
     } catch (const std::exception& e) {
         std::cerr << "bench_encoder: " << e.what() << "\n";
         return 2;
@@ -293,15 +364,25 @@ int main(int argc, char** argv) {
         const auto it =
             std::find_if(config_table().begin(), config_table().end(), [&](const config& c) { return c.name == n; });
         if (it == config_table().end()) return std::cerr << "bench_encoder: unknown config '" << n << "'\n", 2;
-        cfgs.push_back(*it);
+        config c = *it;
+        if (o.batch > 0) c.batch = o.batch;
+        if (o.lengths.empty() || c.images) {
+            cfgs.push_back(c);
+            continue;
+        }
+        for (const index_t l : o.lengths) {
+            if (l < 1) return std::cerr << "bench_encoder: --lengths must be >= 1\n", 2;
+            c.length = l;
+            cfgs.push_back(c);
+        }
     }
 
     std::printf("# kattn bench_encoder  %s\n# cpu: %s, %d logical CPUs\n", utc_now().c_str(), cpu_model().c_str(),
                 omp_get_num_procs());
     std::printf("# one nn::trainer step (forward, CE, backward, KL, clip, AdamW); median of %d after %d warm-up\n\n",
                 o.repeats, o.warmup);
-    std::printf("%-8s %-12s %7s %9s %12s %12s %12s %10s\n", "config", "model", "threads", "params", "step_ms", "min_ms",
-                "tokens/s", "loss0");
+    std::printf("%-8s %-16s %6s %7s %9s %12s %12s %12s %10s %9s\n", "config", "model", "L", "threads", "params",
+                "step_ms", "min_ms", "tokens/s", "loss0", "peak_MiB");
     nlohmann::json out = nlohmann::json::array();
     for (int threads : o.threads) {
         omp_set_num_threads(threads);
@@ -321,9 +402,10 @@ int main(int argc, char** argv) {
                 r.repeats = o.repeats;
                 const double tokens = double(c.batch * c.length);
                 r.tokens_per_second = tokens / r.step_seconds;
-                std::printf("%-8s %-12s %7d %9lld %12.2f %12.2f %12.0f %10.4f\n", c.name.c_str(), m.c_str(), threads,
-                            r.params, 1e3 * r.step_seconds, 1e3 * r.step_seconds_min, r.tokens_per_second,
-                            r.first_loss);
+                std::printf("%-8s %-16s %6lld %7d %9lld %12.2f %12.2f %12.0f %10.4f %9.0f\n", c.name.c_str(), m.c_str(),
+                            static_cast<long long>(c.length), threads, r.params, 1e3 * r.step_seconds,
+                            1e3 * r.step_seconds_min, r.tokens_per_second, r.first_loss,
+                            double(r.peak_rss_bytes) / (1024.0 * 1024.0));
                 std::fflush(stdout);
                 out.push_back({{"impl", "kattn"},
                                {"config", r.config},
@@ -341,7 +423,11 @@ int main(int argc, char** argv) {
                                {"dim", c.dim},
                                {"heads", c.heads},
                                {"params", r.params},
-                               {"first_loss", r.first_loss}});
+                               {"first_loss", r.first_loss},
+                               {"layers", c.layers},
+                               {"ffn", c.ffn},
+                               {"base_rss_bytes", r.base_rss_bytes},
+                               {"peak_rss_bytes", r.peak_rss_bytes}});
             }
     }
     if (!o.json_file.empty()) {

@@ -1,9 +1,14 @@
 // Tests for kattn/nn/linear.hpp: forward against a naive product, backward against
-// finite differences, thread-count independence and shape errors.
+// finite differences, thread-count independence and shape errors; the weight-gradient
+// product (nn/detail/matmul.hpp) against a naive sum.
 #include <doctest/doctest.h>
 
 #include <omp.h>
 
+#include <cmath>
+#include <vector>
+
+#include <kattn/nn/detail/matmul.hpp>
 #include <kattn/nn/linear.hpp>
 
 #include "gradcheck.hpp"
@@ -61,6 +66,29 @@ TEST_CASE("nn::linear: float results are bitwise identical on 1 and 2 threads") 
     const auto a = run(1), b = run(2);
     omp_set_num_threads(saved);
     CHECK(a == b);
+}
+
+TEST_CASE("nn::detail::matmul_tn: dW (+)= xᵀ·dy equals the naive sum across its k chunks and row blocks") {
+    // n around multiples of the k chunk (tails), in around the row-block sizes, both modes.
+    const kattn::index_t kc = nn::detail::matmul_tn_k_chunk;
+    for (kattn::index_t n : {kattn::index_t(0), kattn::index_t(1), kc - 1, kc, kc + 1, 3 * kc + 5})
+        for (kattn::index_t in : {3, 70})
+            for (kattn::index_t out : {5, 40})
+                for (bool accumulate : {false, true}) {
+                    std::vector<float> x(std::size_t(n * in)), dy(std::size_t(n * out)), dW(std::size_t(in * out));
+                    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(std::sin(0.3 * double(i) + 0.1));
+                    for (std::size_t i = 0; i < dy.size(); ++i) dy[i] = float(std::cos(0.7 * double(i)));
+                    for (std::size_t i = 0; i < dW.size(); ++i) dW[i] = float(i % 7) - 3.0f;
+                    const std::vector<float> before = dW;
+                    nn::detail::matmul_tn<float>(n, in, out, x.data(), dy.data(), dW.data(), accumulate);
+                    for (kattn::index_t i = 0; i < in; ++i)
+                        for (kattn::index_t o = 0; o < out; ++o) {
+                            double s = accumulate ? double(before[std::size_t(i * out + o)]) : 0.0;
+                            for (kattn::index_t k = 0; k < n; ++k)
+                                s += double(x[std::size_t(k * in + i)]) * double(dy[std::size_t(k * out + o)]);
+                            REQUIRE(double(dW[std::size_t(i * out + o)]) == doctest::Approx(s).epsilon(1e-5).scale(1));
+                        }
+                }
 }
 
 TEST_CASE("nn::linear: bad shapes and sizes throw kattn::error naming the argument") {
