@@ -52,7 +52,12 @@ then the median (and minimum) of --repeats timed steps. torch.set_num_threads(N)
 thread count, 1 inter-op thread. Records: {impl, config, model, threads, step_seconds,
 step_seconds_min, tokens_per_second, samples, params, first_loss, ...}.
 
-usage: torch_encoder.py --threads 1,2 [--configs fashion,sst2] [--models transformer,fska,performer]
+Memory: base_rss_bytes is the resident set before the case's model and batch are built (torch
+already imported), peak_rss_bytes the process's high-water mark (VmHWM) after the timed steps,
+as bench_encoder records them; run one case per process when memory matters.
+
+usage: torch_encoder.py --threads 1,2 [--configs fashion,sst2,lra] [--models transformer,fska,performer]
+                        [--lengths 1024,4096] [--batch B]
                         [--warmup 3] [--repeats 10] [--optimizer default|foreach|fused] [--flow masked|compressed]
                         [--json out.json]
 """
@@ -75,6 +80,8 @@ except Exception as e:  # noqa: BLE001 - any import failure means: no peer here
 CONFIGS = {
     "fashion": dict(images=True, batch=128, length=16, dim=64, heads=4, layers=2, ffn=256, classes=10, vocab=0),
     "sst2": dict(images=False, batch=64, length=32, dim=128, heads=2, layers=2, ffn=256, classes=2, vocab=15000),
+    # Long Range Arena's efficiency model (its byte-level text classifier), bench_encoder's lra
+    "lra": dict(images=False, batch=8, length=1024, dim=256, heads=4, layers=4, ffn=1024, classes=2, vocab=256),
 }
 DROPOUT = 0.1
 
@@ -377,6 +384,18 @@ def random_batch(cfg, gen):
     return x, lengths, y
 
 
+def proc_status_bytes(field):
+    """A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 where it cannot be read."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return -1
+
+
 def time_steps(cfg, model_name, a):
     torch.manual_seed(a.seed)
     gen = torch.Generator().manual_seed(a.seed)
@@ -407,7 +426,8 @@ def time_steps(cfg, model_name, a):
             first_loss = float(loss.detach())
         if s >= a.warmup:
             samples.append(dt)
-    return {"step_seconds": statistics.median(samples), "step_seconds_min": min(samples), "samples": samples,
+    return {"step_seconds": statistics.median(samples), "step_seconds_min": min(samples),
+            "step_seconds_max": max(samples), "samples": samples,
             "params": sum(p.numel() for p in params), "first_loss": first_loss}
 
 
@@ -424,6 +444,8 @@ def main():
     ap.add_argument("--threads", type=ints, default=[0], help="0 = torch's default")
     ap.add_argument("--configs", type=strs, default=["fashion", "sst2"])
     ap.add_argument("--models", type=strs, default=["transformer", "fska", "performer"])
+    ap.add_argument("--lengths", type=ints, default=[], help="token configs: sequence lengths (default: the config's)")
+    ap.add_argument("--batch", type=int, default=0, help="batch size (default: the config's)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--optimizer", choices=["default", "foreach", "fused"], default="default",
@@ -441,26 +463,36 @@ def main():
     default_threads = torch.get_num_threads()
     print(f"# torch {torch.__version__}, {default_threads} threads by default, AdamW {a.optimizer}, FSKA flow {a.flow}; "
           f"median of {a.repeats} after {a.warmup} warm-up", flush=True)
-    print(f"{'config':<8} {'model':<12} {'threads':>7} {'params':>9} {'step_ms':>12} {'min_ms':>12} "
-          f"{'tokens/s':>12} {'loss0':>10}", flush=True)
+    print(f"{'config':<8} {'model':<12} {'L':>6} {'threads':>7} {'params':>9} {'step_ms':>12} {'min_ms':>12} "
+          f"{'tokens/s':>12} {'loss0':>10} {'peak_MiB':>9}", flush=True)
     records = []
     for threads in a.threads:
         t = threads if threads > 0 else default_threads
         torch.set_num_threads(t)
+        cases = []
         for cname in a.configs:
-            cfg = CONFIGS[cname]
+            cfg = dict(CONFIGS[cname])
+            if a.batch > 0:
+                cfg["batch"] = a.batch
+            for length in (a.lengths if a.lengths and not cfg["images"] else [cfg["length"]]):
+                cases.append((cname, dict(cfg, length=length)))
+        for cname, cfg in cases:
             for m in a.models:
+                base = proc_status_bytes("VmRSS")
                 r = time_steps(cfg, m, a)
                 tps = cfg["batch"] * cfg["length"] / r["step_seconds"]
                 rec = {"impl": "torch", "config": cname, "model": m, "threads": t,
                        "step_seconds": r["step_seconds"], "step_seconds_min": r["step_seconds_min"],
+                       "step_seconds_max": r["step_seconds_max"], "layers": cfg["layers"], "ffn": cfg["ffn"],
+                       "base_rss_bytes": base, "peak_rss_bytes": proc_status_bytes("VmHWM"),
                        "tokens_per_second": tps, "samples": r["samples"], "warmup": a.warmup,
                        "repeats": a.repeats, "batch": cfg["batch"], "length": cfg["length"], "dim": cfg["dim"],
                        "heads": cfg["heads"], "params": r["params"], "first_loss": r["first_loss"],
                        "optimizer": a.optimizer, "flow": a.flow}
                 records.append(rec)
-                print(f"{cname:<8} {m:<12} {t:>7} {r['params']:>9} {1e3 * r['step_seconds']:>12.2f} "
-                      f"{1e3 * r['step_seconds_min']:>12.2f} {tps:>12.0f} {r['first_loss']:>10.4f}", flush=True)
+                print(f"{cname:<8} {m:<12} {cfg['length']:>6} {t:>7} {r['params']:>9} {1e3 * r['step_seconds']:>12.2f} "
+                      f"{1e3 * r['step_seconds_min']:>12.2f} {tps:>12.0f} {r['first_loss']:>10.4f} "
+                      f"{rec['peak_rss_bytes'] / 2**20:>9.0f}", flush=True)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"impl": "torch", "torch_version": torch.__version__,
