@@ -32,6 +32,8 @@ import statistics
 import sys
 import time
 
+from procfs import proc_status_bytes, reset_peak_rss
+
 try:
     import torch
 except Exception as e:  # noqa: BLE001 - any import failure means: no peer here
@@ -48,26 +50,6 @@ def cpu_capability():
         if "CPU capability usage:" in line:
             return line.split(":", 1)[1].strip()
     return "unknown"
-
-
-def proc_status_bytes(field):
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return -1
-
-
-def reset_peak_rss():
-    try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def orthogonal_gaussian(d, m, gen):

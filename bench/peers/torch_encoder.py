@@ -69,6 +69,8 @@ import statistics
 import sys
 import time
 
+from procfs import proc_status_bytes
+
 try:
     import torch
     import torch.nn as nn
@@ -382,18 +384,6 @@ def random_batch(cfg, gen):
         lengths = torch.full((B,), cfg["length"], dtype=torch.long)
     y = torch.randint(0, cfg["classes"], (B,), generator=gen)
     return x, lengths, y
-
-
-def proc_status_bytes(field):
-    """A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 where it cannot be read."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return -1
 
 
 def time_steps(cfg, model_name, a):
