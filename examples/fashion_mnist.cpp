@@ -12,6 +12,9 @@
 //   fashion_mnist --quick              a few minutes: 6,000 training images, 2 epochs
 //   fashion_mnist --models fska,transformer --epochs 5 --json out.json
 //   fashion_mnist --transductive       the authors' protocol (see transductive.hpp)
+//   fashion_mnist --pixels             pixel-level: 784 tokens per image (1×1 patches: a learned
+//                                      intensity embedding x·w + b plus positions), the analogue
+//                                      of Long Range Arena's Image task
 #include <CLI/CLI.hpp>
 #include <omp.h>
 
@@ -31,7 +34,7 @@ using kattn::index_t;
 int main(int argc, char** argv) {
     experiment::ranks world(argc, argv);  // mpirun -np N …: data-parallel (common/ranks.hpp)
     CLI::App app{"kattn: FSKA ablation on Fashion-MNIST"};
-    bool quick = false, transductive = false;
+    bool quick = false, transductive = false, pixels = false;
     std::string json, models_arg, seed_list, patch = "7x7", directory = "/usr/share/datasets/fashion-mnist";
     index_t epochs = 0, train_limit = 0, batch = 128, seeds_n = 1, threads = 0;
     double lr = 1e-3;
@@ -50,7 +53,9 @@ int main(int argc, char** argv) {
     app.add_option("--heads", mo.heads, "attention heads")->check(CLI::PositiveNumber);
     app.add_option("--pairs", mo.fska_pairs, "FSKA frequency pairs per head")->check(CLI::PositiveNumber);
     app.add_option("--features", mo.kernel_features, "features per head of performer / vanilla / kernel models");
-    app.add_option("--patch", patch, "patch shape HxW dividing 28x28, or 'rows'");
+    auto* patch_option = app.add_option("--patch", patch, "patch shape HxW dividing 28x28, or 'rows'");
+    app.add_flag("--pixels", pixels, "pixel-level sequences: 784 tokens per image (--patch 1x1)")
+        ->excludes(patch_option);
     app.add_option("--data", directory, "directory with the four gzip'd IDX files");
     app.add_option("--threads", threads, "OpenMP threads (0: default)");
     app.add_flag("--transductive", transductive,
@@ -81,6 +86,7 @@ int main(int argc, char** argv) {
                                        : data.test;
 
         index_t ph = 7, pw = 7;
+        if (pixels) patch = "1x1";
         if (patch == "rows")
             ph = 1, pw = 28;
         else if (std::sscanf(patch.c_str(), "%ldx%ld", &ph, &pw) != 2)
