@@ -74,10 +74,13 @@
 #include <kattn/attention/softmax_attention.hpp>
 
 #include "fma_peak.hpp"
+#include "procfs.hpp"
 
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+using kattn_bench::proc_status_bytes;
+using kattn_bench::reset_peak_rss;
 using tensor4 = xt::xtensor<float, 4>;
 
 // ------------------------------------------------------------------ options / records
@@ -109,7 +112,7 @@ struct record {
     int threads = 0, repeats = 0;
     double seconds = NAN, seconds_max = NAN, flops = NAN, gflops = NAN, sgemm_fraction = NAN, peak_fraction = NAN,
            tokens_per_s = NAN;
-    long peak_rss_bytes = 0, rss_before_bytes = 0;
+    long long peak_rss_bytes = 0, rss_before_bytes = 0;
     bool rss_is_case_peak = false;
     bool skipped = false;
     long sgemm_M = 0, sgemm_N = 0, sgemm_K = 0;
@@ -119,25 +122,6 @@ long process_peak_rss_bytes() {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     return long(ru.ru_maxrss) * 1024;  // Linux reports KiB
-}
-
-/// A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 when unavailable.
-long proc_status_bytes(const char* field) {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    const std::string key = std::string(field) + ":";
-    while (std::getline(f, line))
-        if (line.rfind(key, 0) == 0) return std::stol(line.substr(key.size())) * 1024;  // "NNN kB"
-    return -1;
-}
-
-/// Resets the peak-RSS counter (VmHWM) of this process; false where the kernel refuses.
-bool reset_peak_rss() {
-    std::ofstream f("/proc/self/clear_refs");
-    if (!f) return false;
-    f << "5";
-    f.flush();
-    return bool(f);
 }
 
 std::string cpu_model() {

@@ -76,9 +76,12 @@
 #include <kattn/nn/model_factory.hpp>
 #include <kattn/nn/trainer.hpp>
 
+#include "procfs.hpp"
+
 namespace {
 
 using kattn::index_t;
+using kattn_bench::proc_status_bytes;
 namespace nn = kattn::nn;
 using clock_type = std::chrono::steady_clock;
 
@@ -149,20 +152,6 @@ nn::batch random_batch(const config& c, std::uint64_t seed) {
     b.labels.resize(std::size_t(b.size));
     for (auto& y : b.labels) y = int(index_t(rs.uniform(k++) * double(c.classes)) % c.classes);
     return b;
-}
-
-/// A field of /proc/self/status in bytes ("VmRSS", "VmHWM"); -1 where it cannot be read.
-long long proc_status_bytes(const std::string& field) {
-    std::ifstream f("/proc/self/status");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind(field + ":", 0) == 0) {
-            std::istringstream in(line.substr(field.size() + 1));
-            long long kib = -1;
-            in >> kib;
-            return kib < 0 ? -1 : kib * 1024;
-        }
-    return -1;
 }
 
 struct result {
