@@ -16,18 +16,20 @@
 //                    the SGEMM ceiling, sgemm_fraction) and, per (L, d, m), the projection-shaped
 //                    problem (B·H·L) × m × d
 //
-// Passes: `forward` is one call of operator(). `forward_backward` is one call of backward(),
-// which recomputes the forward internally (kattn and softmax both do) and then runs the
-// backward proper, giving ∂q, ∂k, ∂v (and ∂Ω, ∂b for kattn): it is the forward + backward of a
-// training step. Times include allocating the outputs / gradients.
+// Passes: `forward` is one call of operator(). `forward_backward` is a training step: the
+// forward (the output a loss needs), then backward() giving ∂q, ∂k, ∂v (and ∂Ω, ∂b for
+// kattn); kattn's forward keeps a saved_state that its backward reuses, softmax's backward
+// recomputes what it needs. `backward_saved` (kattn simd) is that backward call alone, the
+// state made beforehand. Times include allocating the outputs / gradients.
 //
 // FLOP model (identical for every op of the same kind, so ratios compare like with like; per head):
 //   linear forward   2·L·d·P (Q projection) + 2·L·d·P (K projection) + 2·L·F·dv (contraction ΦKᵀV)
 //                    + 2·L·F·dv (output ΦQ·S), P = projection columns (= m; a paired map's m already
 //                    counts both halves of each pair), F = feature_dim (favor m, trig 2m, …)
 //   softmax forward  4·L²·d  (QKᵀ and PV; d = dv here), halved when causal
-//   forward_backward 3 × forward FLOPs (forward + a backward of twice the forward's FLOPs; the
-//                    forward recomputed inside backward() is not credited a second time)
+//   forward_backward 3 × forward FLOPs (forward + a backward of twice the forward's FLOPs;
+//                    whatever a backward recomputes is not credited a second time)
+//   backward_saved   2 × forward FLOPs
 //   sgemm            2·M·N·K
 // Activation (exp/sin/…) and normalisation costs are not counted. Causal linear attention is
 // credited the same FLOPs as non-causal.
@@ -353,15 +355,33 @@ public:
         cfg.check_finite = false;  // hot path: inputs are known finite
         const attn_t attn(cfg);
         const double fwd = linear_forward_flops<Map>(o_, L);
-        for (const char* pass : {"forward", "forward_backward"}) {
+        using state_t = typename attn_t::saved_state;
+        const auto forward = [&](state_t& s) {
+            return causal ? attn(in.q, in.k, in.v, kattn::causal, s) : attn(in.q, in.k, in.v, s);
+        };
+        const auto backward = [&](const state_t& s) {
+            return causal ? attn.backward(in.q, in.k, in.v, in.dout, kattn::causal, s)
+                          : attn.backward(in.q, in.k, in.v, in.dout, s);
+        };
+        // backward_saved: the backward call of a step alone (only where the backend keeps state).
+        constexpr bool saves = kattn::execution_backend_traits<Backend>::saves_forward_state;
+        for (const char* pass : {"forward", "forward_backward", "backward_saved"}) {
+            const std::string ps = pass;
+            if (ps == "backward_saved" && !saves) continue;
             record r = base(op, name, causal, pass, L);
-            const bool bwd = std::string(pass) == "forward_backward";
-            r.flops = bwd ? 3.0 * fwd : fwd;
+            r.flops = ps == "forward_backward" ? 3.0 * fwd : ps == "backward_saved" ? 2.0 * fwd : fwd;
+            state_t kept;
+            if (ps == "backward_saved") (void)forward(kept);
             std::function<void()> fn;
-            if (!bwd && !causal) fn = [&] { auto out = attn(in.q, in.k, in.v); };
-            if (!bwd && causal) fn = [&] { auto out = attn(in.q, in.k, in.v, kattn::causal); };
-            if (bwd && !causal) fn = [&] { auto g = attn.backward(in.q, in.k, in.v, in.dout); };
-            if (bwd && causal) fn = [&] { auto g = attn.backward(in.q, in.k, in.v, in.dout, kattn::causal); };
+            if (ps == "forward" && !causal) fn = [&] { auto out = attn(in.q, in.k, in.v); };
+            if (ps == "forward" && causal) fn = [&] { auto out = attn(in.q, in.k, in.v, kattn::causal); };
+            if (ps == "forward_backward")
+                fn = [&] {
+                    state_t s;
+                    auto out = forward(s);
+                    auto g = backward(s);
+                };
+            if (ps == "backward_saved") fn = [&] { auto g = backward(kept); };
             run_case(r, fn);
         }
     }
@@ -396,8 +416,17 @@ public:
             std::function<void()> fn;
             if (!bwd && !causal) fn = [&] { auto out = attn(in.q, in.k, in.v); };
             if (!bwd && causal) fn = [&] { auto out = attn(in.q, in.k, in.v, kattn::causal); };
-            if (bwd && !causal) fn = [&] { auto g = attn.backward(in.q, in.k, in.v, in.dout); };
-            if (bwd && causal) fn = [&] { auto g = attn.backward(in.q, in.k, in.v, in.dout, kattn::causal); };
+            // A training step: the output (for the loss), then the gradients.
+            if (bwd && !causal)
+                fn = [&] {
+                    auto out = attn(in.q, in.k, in.v);
+                    auto g = attn.backward(in.q, in.k, in.v, in.dout);
+                };
+            if (bwd && causal)
+                fn = [&] {
+                    auto out = attn(in.q, in.k, in.v, kattn::causal);
+                    auto g = attn.backward(in.q, in.k, in.v, in.dout, kattn::causal);
+                };
             run_case(r, fn, budget);
             if (!records.back().skipped) softmax_rate_[key] = r.flops / records.back().seconds;
         }
@@ -625,8 +654,8 @@ int main(int argc, char** argv) {
     std::printf("# B=%ld H=%ld float; median of %d after 1 warm-up; budget %.0f s/case\n", o.batch, o.heads, o.repeats,
                 o.budget);
     std::printf(
-        "# forward_backward = one backward() call (recomputes the forward, then the backward); FLOPs credited = "
-        "3x forward\n\n");
+        "# forward_backward = a training step: the forward (kattn: keeping a saved_state), then backward() "
+        "(kattn: with it); FLOPs credited = 3x forward. backward_saved = that backward call alone (2x)\n\n");
 
     bench b(o);
     bench::print_header();

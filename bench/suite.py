@@ -292,6 +292,11 @@ def targets(records):
                 q = fb["seconds"] / f["seconds"]
                 add(f"{'causal' if causal else 'non-causal'} forward+backward / forward ({t} thr)", q, f"<= {goal}",
                     q <= goal, f"{fb['seconds']:.4g} s / {f['seconds']:.4g} s")
+            bs = g("kattn", "favor", causal, "backward_saved")
+            if f and bs:
+                q = bs["seconds"] / f["seconds"]
+                add(f"{'causal' if causal else 'non-causal'} backward call of a step / forward ({t} thr)", q,
+                    "(informational)", None, f"{bs['seconds']:.4g} s / {f['seconds']:.4g} s")
         for causal in (False, True):
             for pss in ("forward", "forward_backward"):
                 a = g("kattn", "favor", causal, pss)

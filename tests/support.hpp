@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -90,5 +91,23 @@ void check_error(F&& f, std::initializer_list<std::string> fragments) {
     }
     CHECK_MESSAGE(thrown, "expected kattn::error");
 }
+
+/// A backend test problem: q, k [B, H, L, 8] (sd 0.5), v and the upstream gradient G
+/// [B, H, L, 5], and key lengths L − 3b − 1 (at least 1) per batch entry b when `padded`.
+template <class T>
+struct small_problem {
+    xt::xtensor<T, 4> q, k, v, G;
+    std::vector<index_t> lens;
+
+    small_problem(index_t B, index_t H, index_t L, bool padded) {
+        const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L);
+        q = randn<T, 4>({sb, sh, sl, 8}, 1, 0.5);
+        k = randn<T, 4>({sb, sh, sl, 8}, 2, 0.5);
+        v = randn<T, 4>({sb, sh, sl, 5}, 3);
+        G = randn<T, 4>({sb, sh, sl, 5}, 4);
+        lens.resize(sb);
+        for (index_t b = 0; b < B; ++b) lens[std::size_t(b)] = padded ? std::max<index_t>(1, L - 3 * b - 1) : L;
+    }
+};
 
 }  // namespace kt

@@ -58,6 +58,8 @@ struct attention_gradients;
 template <class Map, class T>
 struct step_problem;
 struct recurrent_state_view;
+template <class T>
+struct forward_state;
 struct reference;
 struct simd;
 template <class Policy, class Work>
@@ -66,6 +68,8 @@ struct thrust;  // <kattn/backends/thrust.hpp>; defaults there
 
 template <class Map, class Sampler, class Backend, class T>
 class linear_attention;
+template <class T>
+class saved_state;  // <kattn/attention/saved_state.hpp>
 
 namespace dist {
 class self_communicator;

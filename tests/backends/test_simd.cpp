@@ -25,12 +25,9 @@ case_result run_case(index_t B, index_t H, index_t L, bool causal, bool padded,
         .head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 3, .sigma = Map::is_positive ? 1.0 : 3.0};
     cfg.backward_cache_bytes = cache_bytes;
     const attn<Map, T, Backend> a(cfg);
-    const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L);
-    const auto q = kt::randn<T, 4>({sb, sh, sl, 8}, 1, 0.5), k = kt::randn<T, 4>({sb, sh, sl, 8}, 2, 0.5);
-    const auto v = kt::randn<T, 4>({sb, sh, sl, 5}, 3), G = kt::randn<T, 4>({sb, sh, sl, 5}, 4);
-    std::vector<index_t> lens(sb);
-    for (index_t b = 0; b < B; ++b) lens[std::size_t(b)] = padded ? std::max<index_t>(1, L - 3 * b - 1) : L;
-    const key_lengths kl(lens);
+    const kt::small_problem<T> pr(B, H, L, padded);
+    const auto &q = pr.q, &k = pr.k, &v = pr.v, &G = pr.G;
+    const key_lengths kl(pr.lens);
     const auto out = causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
     const auto g = causal ? a.backward(q, k, v, G, kattn::causal, kl) : a.backward(q, k, v, G, kl);
     return {xt::cast<double>(out),  xt::cast<double>(g.dq),      xt::cast<double>(g.dk),

@@ -3,12 +3,15 @@
 // in float or double; or kattn::softmax_attention in float or double), small shapes, options
 // (causal, key lengths, check_finite, eps, input_scale, temperature, sigma, softmax scale,
 // mismatched shapes) and values (small, ±1e5-scale, denormal, ±0, NaN, ±Inf). It runs forward
-// and backward in the decoded mode and, for linear attention, recurrent step() over the tokens.
+// and backward in the decoded mode and, for linear attention, recurrent step() over the tokens
+// and the saved-state forms (forward keeping a saved_state, backward reading it).
 // Asserts: every call throws kattn::error or returns; when the inputs were finite, what it
-// returns is all finite; with check_finite on, non-finite inputs are rejected (kattn::error).
+// returns is all finite; with check_finite on, non-finite inputs are rejected (kattn::error);
+// the saved-state forms return the plain forms' bits (or throw where they throw).
 // Any other exception or a crash is a finding.
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -151,6 +154,13 @@ decltype(auto) in_mode(const problem& p, F&& f) {
     return f();
 }
 
+/// Whether two containers hold the same bits (NaN payloads included).
+template <class A, class B>
+bool same_bits(const A& a, const B& b) {
+    return a.size() == b.size() &&
+           (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size() * sizeof(*a.data())) == 0);
+}
+
 /// Runs call(); when it returns, check(result) applies the finiteness rules.
 template <class Call, class Check>
 void checked_call(bool finite, bool check_finite, const char* what, Call&& call, Check&& check) {
@@ -199,6 +209,18 @@ void run_linear(input& in, const problem& p) {
             require_finite(g.d_omega, "linear_attention backward d_omega");
             require_finite(g.d_bias, "linear_attention backward d_bias");
         });
+    // The saved-state forms: a kattn::error where the plain forms throw one, their bits otherwise.
+    expect_kattn_error([&] {
+        typename op_t::saved_state s;
+        const auto out = in_mode(p, [&](auto... extra) { return (*op)(x.q, x.k, x.v, extra..., s); });
+        const auto g = in_mode(p, [&](auto... extra) { return op->backward(x.q, x.k, x.v, x.dout, extra..., s); });
+        const auto out0 = in_mode(p, [&](auto... extra) { return (*op)(x.q, x.k, x.v, extra...); });
+        const auto g0 = in_mode(p, [&](auto... extra) { return op->backward(x.q, x.k, x.v, x.dout, extra...); });
+        if (!same_bits(out, out0)) finding("saved state: the forward's output differs from the plain forward's");
+        if (!same_bits(g.dq, g0.dq) || !same_bits(g.dk, g0.dk) || !same_bits(g.dv, g0.dv) ||
+            !same_bits(g.d_omega, g0.d_omega) || !same_bits(g.d_bias, g0.d_bias))
+            finding("saved state: the gradients differ from the plain backward's");
+    });
     if (!p.step) return;
     // Recurrent decoding over the first min(Lq, Lk) tokens of q, k, v.
     expect_kattn_error([&] {

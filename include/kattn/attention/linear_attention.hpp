@@ -11,7 +11,9 @@
 // Inputs are [batch, heads, length, dim] (or [length, dim]); Ω is shared by all heads.
 // Options: kattn::causal, per-batch key lengths (padding, excluded from numerator and
 // denominator), recurrent decoding with initial_state()/step(), and backward() giving
-// ∂q, ∂k, ∂v and the gradient of the spectral parameters (Ω, b).
+// ∂q, ∂k, ∂v and the gradient of the spectral parameters (Ω, b). A training step passes a
+// saved_state to the forward and then to backward(), which skips its own pass over the
+// keys (saved_state.hpp).
 // Every buffer size is an overflow-checked product of the extents (detail/extents.hpp:
 // kattn::error before any allocation), and step() validates each field of the decoding
 // state (batch, heads, S, z, C, steps) against the operator and the tokens.
@@ -31,6 +33,7 @@
 #include "../backends/simd.hpp"  // the default backend
 #include "../concepts.hpp"
 #include "../core/error.hpp"
+#include "../core/fingerprint.hpp"
 #include "../core/shape.hpp"
 #include "../backends/problem.hpp"
 #include "../features/omega_layout.hpp"
@@ -39,6 +42,7 @@
 #include "attention_config.hpp"
 #include "detail/extents.hpp"
 #include "options.hpp"
+#include "saved_state.hpp"
 
 namespace kattn {
 
@@ -70,6 +74,9 @@ public:
         xt::xtensor<T, 2> d_omega;
         xt::xtensor<T, 1> d_bias;
     };
+
+    /// What a forward call keeps for the backward of the same inputs (saved_state.hpp).
+    using saved_state = kattn::saved_state<T>;
 
     /// Recurrent decoding state of batch × heads sequences, in double: per head S (F × d_v),
     /// z (F), the stabiliser C and the step count (initial_state(); step() checks every field).
@@ -193,6 +200,27 @@ public:
                                  causal_t, key_lengths lengths) const {
         return forward(q, k, v, true, lengths, true);
     }
+    /// The same four forms, also filling `saved` for backward(…, saved).
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 saved_state& saved) const {
+        return forward(q, k, v, false, {}, false, &saved);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 causal_t, saved_state& saved) const {
+        return forward(q, k, v, true, {}, false, &saved);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 key_lengths lengths, saved_state& saved) const {
+        return forward(q, k, v, false, lengths, true, &saved);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 causal_t, key_lengths lengths, saved_state& saved) const {
+        return forward(q, k, v, true, lengths, true, &saved);
+    }
 
     // ---- backward ------------------------------------------------------------------------
     template <std::size_t R>
@@ -214,6 +242,28 @@ public:
     gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
                           const xt::xtensor<T, R>& dout, causal_t, key_lengths lengths) const {
         return run_backward(q, k, v, dout, true, lengths, true);
+    }
+    /// The same four forms with the state of the forward call on these inputs (same options).
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, const saved_state& saved) const {
+        return run_backward(q, k, v, dout, false, {}, false, &saved);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, causal_t, const saved_state& saved) const {
+        return run_backward(q, k, v, dout, true, {}, false, &saved);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, key_lengths lengths, const saved_state& saved) const {
+        return run_backward(q, k, v, dout, false, lengths, true, &saved);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, causal_t, key_lengths lengths,
+                          const saved_state& saved) const {
+        return run_backward(q, k, v, dout, true, lengths, true, &saved);
     }
 
     // ---- recurrent decoding ---------------------------------------------------------------
@@ -360,22 +410,41 @@ private:
         return pb;
     }
 
+    static constexpr bool backend_saves = execution_backend_traits<Backend>::saves_forward_state;
+
+    /// Fingerprint of Ω and b (a saved state is valid for these parameters only).
+    std::uint64_t params_fingerprint() const {
+        return detail::rows_fingerprint(omega_.data(), 1, index_t(omega_.size()), 0, 3) +
+               detail::rows_fingerprint(bias_.data(), 1, index_t(bias_.size()), 0, 4);
+    }
+
     template <std::size_t R>
     xt::xtensor<T, R> forward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                              bool causal, key_lengths lengths, bool has_lengths = false) const {
+                              bool causal, key_lengths lengths, bool has_lengths = false,
+                              saved_state* keep = nullptr) const {
         const auto pb = make_problem(q, k, v, causal, lengths, has_lengths);
         auto shape = q.shape();
         shape[R - 1] = v.shape()[R - 1];
         xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(shape);
-        Backend::template forward<Map>(pb, out.data());
+        if (!keep) {
+            Backend::template forward<Map>(pb, out.data());
+            return out;
+        }
+        keep->clear();
+        if constexpr (backend_saves)
+            Backend::template forward<Map>(pb, out.data(), keep->backend_);
+        else
+            Backend::template forward<Map>(pb, out.data());
+        keep->record(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, params_fingerprint());
         return out;
     }
 
     template <std::size_t R>
     gradients<R> run_backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                              const xt::xtensor<T, R>& dout, bool causal, key_lengths lengths,
-                              bool has_lengths = false) const {
+                              const xt::xtensor<T, R>& dout, bool causal, key_lengths lengths, bool has_lengths = false,
+                              const saved_state* saved = nullptr) const {
         const auto pb = make_problem(q, k, v, causal, lengths, has_lengths);
+        if (saved) saved->check(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, params_fingerprint());
         auto oshape = q.shape();
         oshape[R - 1] = v.shape()[R - 1];
         detail::require(std::equal(oshape.begin(), oshape.end(), dout.shape().begin()), "dout",
@@ -390,6 +459,12 @@ private:
         backends::attention_gradients<T> gv{dout.data(),      g.dq.data(),
                                             g.dk.data(),      g.dv.data(),
                                             g.d_omega.data(), map_traits::uses_bias ? g.d_bias.data() : nullptr};
+        if constexpr (backend_saves) {
+            if (saved) {
+                Backend::template backward<Map>(pb, gv, saved->backend_);
+                return g;
+            }
+        }
         Backend::template backward<Map>(pb, gv);
         return g;
     }

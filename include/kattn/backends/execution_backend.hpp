@@ -11,15 +11,19 @@
 //   gemm     the host matrix-product policy (default scalar_gemm)
 //   splits_sequences  true when forward and backward also take a slice_link (split.hpp):
 //            the backend can run one slice of a sequence split over processes (kattn/dist)
+//   saves_forward_state  true when forward also fills, and backward also reads, a
+//            forward_state (forward_state.hpp): the backward skips work the forward did
 // A backend may forward a primitive to another one (simd's step calls reference's);
 // it says so explicitly, never by inheritance. Writing a backend: docs/backends.md.
 #pragma once
 
 #include <concepts>
+#include <utility>
 
 #include "../core/config.hpp"
 #include "../linalg/gemm.hpp"
 #include "../linalg/row_ops.hpp"
+#include "forward_state.hpp"
 #include "problem.hpp"
 #include "split.hpp"
 
@@ -73,6 +77,19 @@ concept backend_splits_sequences = requires(const backends::attention_problem<ba
     B::template backward<backend_probe_map>(pf, gf, lf);
     B::template backward<backend_probe_map>(pd, gd, ld);
 };
+template <class B>
+concept backend_saves_forward_state = requires(const backends::attention_problem<backend_probe_map, float>& pf,
+                                               const backends::attention_gradients<float>& gf, float* of,
+                                               backends::forward_state<float>& sf,
+                                               const backends::attention_problem<backend_probe_map, double>& pd,
+                                               const backends::attention_gradients<double>& gd, double* od,
+                                               backends::forward_state<double>& sd) {
+    B::template forward<backend_probe_map>(pf, of, sf);
+    B::template forward<backend_probe_map>(pd, od, sd);
+    B::template backward<backend_probe_map>(pf, gf, std::as_const(sf));
+    B::template backward<backend_probe_map>(pd, gd, std::as_const(sd));
+};
+
 }  // namespace detail
 
 /// An execution backend: `name` and the four primitives, for float and double.
@@ -104,6 +121,8 @@ struct execution_backend_traits {
     using gemm = detail::gemm_of<B>;
     /// Whether one slice of a split sequence runs on this backend (backends/split.hpp).
     static constexpr bool splits_sequences = detail::backend_splits_sequences<B>;
+    /// Whether forward keeps, and backward reads, a forward_state (forward_state.hpp).
+    static constexpr bool saves_forward_state = detail::backend_saves_forward_state<B>;
 };
 
 }  // namespace kattn

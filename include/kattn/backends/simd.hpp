@@ -13,7 +13,8 @@
 // The instruction set is xsimd's default architecture for the compile flags
 // (`-march=native` in kattn's own tests and benchmarks; SSE2 baseline otherwise).
 // `step` (recurrent decoding) forwards to the reference backend: one token at a time has
-// nothing to tile.
+// nothing to tile. forward/backward also take a forward_state (saves_forward_state): the
+// forward's key states carried to the backward.
 #pragma once
 
 #include "simd/linear_backward.hpp"  // first: brings in xsimd with GCC PR 105593 warnings silenced
@@ -69,6 +70,19 @@ struct simd {
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
                          const backends::slice_link<T>& link) {
         detail::simd_impl::linear_backward<Map, T, arch>(pb, g, &link);
+    }
+
+    /// Forward that keeps what the backward needs (backends/forward_state.hpp): the heads'
+    /// key states (non-causal) or the segments' starting states (causal), so that the
+    /// backward skips its pass over the keys; the gradients are the same bits either way.
+    template <class Map, class T>
+    static void forward(const backends::attention_problem<Map, T>& pb, T* out, backends::forward_state<T>& keep) {
+        detail::simd_impl::linear_forward<Map, T, arch>(pb, out, nullptr, &keep);
+    }
+    template <class Map, class T>
+    static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
+                         const backends::forward_state<T>& saved) {
+        detail::simd_impl::linear_backward<Map, T, arch>(pb, g, nullptr, &saved);
     }
 
     /// Bytes of backward cache the calling thread keeps for its next backward call

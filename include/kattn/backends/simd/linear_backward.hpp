@@ -11,11 +11,13 @@
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
-#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "../../core/error.hpp"
 #include "linear_forward.hpp"
+#include "workspace.hpp"
 
 namespace kattn::detail::simd_impl {
 
@@ -29,32 +31,6 @@ void combine_suffix(key_state<T>& earlier, const key_state<T>& later) {
         return;
     }
     earlier.add_scaled(later, std::exp(earlier.C - later.C));
-}
-
-/// The backward caches' storage: one buffer per calling thread and value type, grown to the
-/// largest cache that thread has used (at most attention_config::backward_cache_bytes) and
-/// kept, so repeated training steps do not pay for fresh pages every call; released by
-/// backends::simd::release_workspace(). Written before read, tile by tile: never zero-filled.
-template <class T>
-struct cache_storage {
-    std::unique_ptr<T[]> buf;
-    std::size_t cap = 0;
-
-    static cache_storage& of_this_thread() {
-        thread_local cache_storage s;
-        return s;
-    }
-};
-
-template <class T>
-T* cache_workspace(std::size_t n) {
-    auto& s = cache_storage<T>::of_this_thread();
-    if (n > s.cap) {
-        s.buf.reset();
-        s.buf.reset(new T[n]);
-        s.cap = n;
-    }
-    return s.buf.get();
 }
 
 template <class Map, class T, class Arch>
@@ -110,7 +86,7 @@ struct backward_kernels {
     /// Non-causal key pass over valid keys [j0, j1): ∂K, ∂V rows from ∂S, ∂z.
     static void key_pass(worker& w, const attention_problem<Map, T>& pb, const attention_gradients<T>& g, index_t p,
                          index_t j0, index_t j1, T C, const key_state<T>& dst, const std::vector<T>& dSt,
-                         param_grads& pg, const projection_cache<T>* pc) {
+                         param_grads& pg, const projection_cache<T>* pc, std::uint64_t* fp) {
         const auto& sp = w.sp;
         const index_t F = sp.F, dv = pb.dv;
         std::vector<T> dph(sz(tile_rows * F));
@@ -121,6 +97,7 @@ struct backward_kernels {
                 pc->load(p, j, n, w);  // the key-state pass's projection of these rows
             else
                 w.project(n, pb.k + (p * pb.k_len + j) * sp.d, false);
+            fingerprint_keys(pb, p, j, n, fp);
             w.activate(n, w.phi.data(), true, C);
             gemm_nn<Arch>(n, F, dv, Vt, dv, dSt.data(), F, dph.data(), F, false);
             for (index_t r = 0; r < n; ++r)
@@ -227,13 +204,13 @@ struct backward_kernels {
     static void causal_query_pass(worker& wq, worker& wk, causal_bufs& b, const attention_problem<Map, T>& pb,
                                   const attention_gradients<T>& g, index_t p, index_t i0, index_t i1, key_state<T>& st,
                                   T* nb_all, T* e_all, T* C_all, key_state<T>* totals, param_grads& pg,
-                                  tile_cache* cache) {
+                                  tile_cache* cache, std::uint64_t* fp) {
         const auto& sp = wq.sp;
         const index_t F = sp.F, dv = pb.dv;
         auto& ct = b.ct;
         for (index_t i = i0; i < i1; i += tile_rows) {
             const index_t n = std::min(tile_rows, i1 - i);
-            const index_t nvalid = fwd::causal_scores(wq, wk, ct, pb, p, i, n, st);
+            const index_t nvalid = fwd::causal_scores(wq, wk, ct, pb, p, i, n, st, nullptr, fp);
             if (cache) cache->save(p, i, n, nvalid, wq, wk, ct);
             T* nb = nb_all + i * dv;
             T* e = e_all + i;
@@ -345,9 +322,21 @@ struct backward_kernels {
     }
 };
 
+/// Throws unless the fingerprint of the keys and values the backward saw equals the one
+/// the forward kept (the saved state belongs to other inputs).
+inline void check_saved_inputs(std::uint64_t kept, const std::vector<std::uint64_t>& seen) {
+    std::uint64_t h = 0;
+    for (const auto x : seen) h += x;
+    require(h == kept, "saved", "the state kept by a forward pass of these k and v",
+            std::string("a state from other inputs (k or v changed since that forward pass)"));
+}
+
+/// The backward pass. With `saved` (filled by linear_forward(…, keep) on the same problem)
+/// the key states come from it instead of a pass over the keys; the gradients are the same
+/// bits either way.
 template <class Map, class T, class Arch>
 void linear_backward(const attention_problem<Map, T>& pb, const attention_gradients<T>& g,
-                     const slice_link<T>* link = nullptr) {
+                     const slice_link<T>* link = nullptr, const forward_state<T>* saved = nullptr) {
     using K = backward_kernels<Map, T, Arch>;
     using pgrads = typename K::param_grads;
     const auto sp = spectral<Map, T>::make(pb.spec, pb.input_scale, true);
@@ -356,17 +345,26 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
     const std::size_t n_items = static_cast<std::size_t>(items);
     std::vector<pgrads> qpart(n_items, pgrads{sp}), kpart(n_items, pgrads{sp});
     auto seg = [&](index_t len, index_t s) { return split_point(len, nseg, s); };
+    if (saved)
+        require(saved->kept && saved->count == items && saved->features == F && saved->value_dim == dv, "saved",
+                "a state kept by the forward pass of this problem (" + std::to_string(items) + " key states of " +
+                    std::to_string(F) + " x " + std::to_string(dv) + ")",
+                saved->kept ? std::to_string(saved->count) + " key states of " + std::to_string(saved->features) +
+                                  " x " + std::to_string(saved->value_dim)
+                            : std::string("an empty state"));
+    std::vector<std::uint64_t> seen(saved ? n_items : 0, 0);
 
     if (!pb.causal) {
-        // The key pass reuses the key-state pass's projections when they fit the budget.
+        // The key pass reuses the key-state pass's projections when they fit the budget
+        // (no key-state pass when the forward's states are given).
         projection_cache<T> kp{nullptr, nullptr, pb.k_len, sp.d, sp.P};
         const double kp_bytes = double(pb.problems) * double(pb.k_len) * double(sp.d + sp.P) * sizeof(T);
-        if (kp_bytes <= double(pb.backward_cache_bytes)) {
+        if (!saved && kp_bytes <= double(pb.backward_cache_bytes)) {
             kp.xs = cache_workspace<T>(sz(pb.problems * pb.k_len * (sp.d + sp.P)));
             kp.u = kp.xs + pb.problems * pb.k_len * sp.d;
         }
         const projection_cache<T>* kpc = kp.xs ? &kp : nullptr;
-        const auto st = full_key_states<Map, T, Arch>(sp, pb, nseg, link, kpc);
+        const auto st = saved ? restore_states(*saved) : full_key_states<Map, T, Arch>(sp, pb, nseg, link, kpc);
         std::vector<key_state<T>> dst(sz(items), key_state<T>(F, dv));
         std::vector<std::vector<T>> St(sz(pb.problems), std::vector<T>(sz(F * dv)));
         for (index_t p = 0; p < pb.problems; ++p)
@@ -402,7 +400,8 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
             for (index_t it = 0; it < items; ++it) {
                 const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
                 const index_t a = std::min(nk, seg(pb.k_len, s)), b = std::min(nk, seg(pb.k_len, s + 1));
-                K::key_pass(w, pb, g, p, a, b, st[sz(p * nseg)].C, dst[sz(p * nseg)], St[sz(p)], kpart[sz(it)], kpc);
+                K::key_pass(w, pb, g, p, a, b, st[sz(p * nseg)].C, dst[sz(p * nseg)], St[sz(p)], kpart[sz(it)], kpc,
+                            saved ? &seen[sz(it)] : nullptr);
                 // padded keys get zero gradients
                 const index_t pa = std::max(nk, seg(pb.k_len, s)), pbnd = seg(pb.k_len, s + 1);
                 for (index_t j = pa; j < pbnd; ++j) {
@@ -411,9 +410,10 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
                 }
             }
         }
+        if (saved) check_saved_inputs(saved->inputs, seen);
     } else {
-        // Pass 0: the key state each segment starts from.
-        auto init = causal_initial_states<Map, T, Arch>(sp, pb, nseg, link);
+        // Pass 0: the key state each segment starts from (kept by the forward, or rebuilt).
+        auto init = saved ? restore_states(*saved) : causal_initial_states<Map, T, Arch>(sp, pb, nseg, link);
         std::vector<T> nb_all(sz(pb.problems * pb.q_len * dv)), e_all(sz(pb.problems * pb.q_len)),
             C_all(sz(pb.problems * pb.q_len));
         const bool totals = nseg > 1 || link;
@@ -432,9 +432,11 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
                 const index_t off = p * pb.q_len;
                 K::causal_query_pass(wq, wk, b, pb, g, p, seg(pb.q_len, s), seg(pb.q_len, s + 1), init[sz(it)],
                                      nb_all.data() + off * dv, e_all.data() + off, C_all.data() + off,
-                                     totals ? &qtot[sz(it)] : nullptr, qpart[sz(it)], cache_ptr);
+                                     totals ? &qtot[sz(it)] : nullptr, qpart[sz(it)], cache_ptr,
+                                     saved ? &seen[sz(it)] : nullptr);
             }
         }
+        if (saved) check_saved_inputs(saved->inputs, seen);
         // Suffix sums: segment s starts its reverse pass from the queries of segments > s
         // (and of later slices when `link`).
         std::vector<key_state<T>> D(sz(items), key_state<T>(F, dv));

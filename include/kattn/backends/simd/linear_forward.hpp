@@ -11,12 +11,73 @@
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
+#include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "../../core/fingerprint.hpp"
+#include "../forward_state.hpp"
 #include "tile.hpp"
 
 namespace kattn::detail::simd_impl {
+
+/// Adds the fingerprint of rows [j, j+n) of head p's k and v (forward_state::inputs).
+template <class Map, class T>
+void fingerprint_keys(const attention_problem<Map, T>& pb, index_t p, index_t j, index_t n, std::uint64_t* fp) {
+    if (!fp || n <= 0) return;
+    const index_t d = pb.spec.d;
+    const auto row = std::uint64_t(p * pb.k_len + j);
+    *fp += rows_fingerprint(pb.k + (p * pb.k_len + j) * d, n, d, row, 1) +
+           rows_fingerprint(pb.v + (p * pb.k_len + j) * pb.dv, n, pb.dv, row, 2);
+}
+
+/// Copies key states into a forward_state (S, z, C and, for fp32, the double totals).
+template <class T>
+void keep_states(const std::vector<key_state<T>>& st, index_t F, index_t dv, std::uint64_t fp, forward_state<T>& out) {
+    out.clear();
+    out.count = index_t(st.size());
+    out.features = F;
+    out.value_dim = dv;
+    const std::size_t per = sz(F * dv + F + 1);
+    out.values.resize(st.size() * per);
+    out.flags.resize(st.size());
+    if constexpr (key_state<T>::compensated) out.totals.resize(st.size() * sz(F * dv + F));
+    for (std::size_t i = 0; i < st.size(); ++i) {
+        T* v = out.values.data() + i * per;
+        std::copy(st[i].S.begin(), st[i].S.end(), v);
+        std::copy(st[i].z.begin(), st[i].z.end(), v + F * dv);
+        v[F * dv + F] = st[i].C;
+        out.flags[i] = st[i].empty ? 0 : 1;
+        if constexpr (key_state<T>::compensated) {
+            double* t = out.totals.data() + i * sz(F * dv + F);
+            std::copy(st[i].Sd.begin(), st[i].Sd.end(), t);
+            std::copy(st[i].zd.begin(), st[i].zd.end(), t + F * dv);
+        }
+    }
+    out.inputs = fp;
+    out.kept = true;
+}
+
+/// The key states a forward_state holds, bit for bit as keep_states saw them.
+template <class T>
+std::vector<key_state<T>> restore_states(const forward_state<T>& in) {
+    const index_t F = in.features, dv = in.value_dim;
+    const std::size_t per = sz(F * dv + F + 1);
+    std::vector<key_state<T>> st(sz(in.count), key_state<T>(F, dv));
+    for (std::size_t i = 0; i < st.size(); ++i) {
+        const T* v = in.values.data() + i * per;
+        std::copy_n(v, F * dv, st[i].S.begin());
+        std::copy_n(v + F * dv, F, st[i].z.begin());
+        st[i].C = v[F * dv + F];
+        st[i].empty = in.flags[i] == 0;
+        if constexpr (key_state<T>::compensated) {
+            const double* t = in.totals.data() + i * sz(F * dv + F);
+            std::copy_n(t, F * dv, st[i].Sd.begin());
+            std::copy_n(t + F * dv, F, st[i].zd.begin());
+        }
+    }
+    return st;
+}
 
 template <class Map, class T, class Arch>
 struct forward_kernels {
@@ -24,15 +85,17 @@ struct forward_kernels {
     using ops = simd_ops<Arch>;
 
     /// Adds keys [j0, j1) of head p (all valid) to st; keeps their projections in `pc`
-    /// when given.
+    /// and adds the rows' fingerprint to `fp` when given.
     static void accumulate_keys(worker& w, const attention_problem<Map, T>& pb, index_t p, index_t j0, index_t j1,
-                                key_state<T>& st, const projection_cache<T>* pc = nullptr) {
+                                key_state<T>& st, const projection_cache<T>* pc = nullptr,
+                                std::uint64_t* fp = nullptr) {
         const auto& sp = w.sp;
         const T* K = pb.k + p * pb.k_len * sp.d;
         const T* Vv = pb.v + p * pb.k_len * pb.dv;
         for (index_t j = j0; j < j1; j += tile_rows) {
             const index_t n = std::min(tile_rows, j1 - j);
             w.project(n, K + j * sp.d, true);
+            fingerprint_keys(pb, p, j, n, fp);
             if (pc) pc->save(p, j, n, w);
             if constexpr (Map::has_stabiliser) {
                 T tmax = w.shift[0];
@@ -85,12 +148,14 @@ struct forward_kernels {
     /// ct.phk, the running shifts ct.Ci, query features into wq.phi, and the masked,
     /// weighted intra-tile score matrix ct.A (n × nvalid). Returns nvalid.
     /// When `known_Ci` is given (backward recomputation) the running shifts are read
-    /// from it instead of being derived from st.
+    /// from it instead of being derived from st; `fp` gains the valid keys' fingerprint.
     static index_t causal_scores(worker& wq, worker& wk, causal_tile& ct, const attention_problem<Map, T>& pb,
-                                 index_t p, index_t i, index_t n, const key_state<T>& st, const T* known_Ci = nullptr) {
+                                 index_t p, index_t i, index_t n, const key_state<T>& st, const T* known_Ci = nullptr,
+                                 std::uint64_t* fp = nullptr) {
         const auto& sp = wq.sp;
         const index_t nvalid = std::clamp<index_t>(pb.valid_keys(p) - i, 0, n);
         wk.project(n, pb.k + (p * pb.k_len + i) * sp.d, true);
+        fingerprint_keys(pb, p, i, nvalid, fp);
         wk.activate(nvalid, ct.phk.data());
         T Cr = st.empty ? -std::numeric_limits<T>::infinity() : st.C;
         for (index_t r = 0; r < n; ++r) {
@@ -152,14 +217,14 @@ struct forward_kernels {
     /// Causal attention for positions [i0, i1) of head p, starting from st (the keys
     /// before i0), which is advanced to include the keys of the range.
     static void causal(worker& wq, worker& wk, const attention_problem<Map, T>& pb, index_t p, index_t i0, index_t i1,
-                       key_state<T>& st, T* out) {
+                       key_state<T>& st, T* out, std::uint64_t* fp = nullptr) {
         const auto& sp = wq.sp;
         const index_t F = sp.F, dv = pb.dv;
         causal_tile ct(F, dv);
         T* O = out + p * pb.q_len * dv;
         for (index_t i = i0; i < i1; i += tile_rows) {
             const index_t n = std::min(tile_rows, i1 - i);
-            const index_t nvalid = causal_scores(wq, wk, ct, pb, p, i, n, st);
+            const index_t nvalid = causal_scores(wq, wk, ct, pb, p, i, n, st, nullptr, fp);
             std::fill(ct.num.begin(), ct.num.end(), T(0));
             if (nvalid > 0)
                 gemm_lower_a<Arch>(n, dv, nvalid, ct.A.data(), nvalid, 1, pb.v + (p * pb.k_len + i) * dv, dv,
@@ -186,13 +251,16 @@ struct forward_kernels {
 };
 
 /// Key states of every (head, segment): segment s of head p covers the valid keys in
-/// [split(s), split(s+1)) of the split of `length`.
+/// [split(s), split(s+1)) of the split of `length`. `fp`, when given, gains the keys'
+/// fingerprint.
 template <class Map, class T, class Arch>
 std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb,
-                                             index_t nseg, index_t length, const projection_cache<T>* pc = nullptr) {
+                                             index_t nseg, index_t length, const projection_cache<T>* pc = nullptr,
+                                             std::uint64_t* fp = nullptr) {
     using K = forward_kernels<Map, T, Arch>;
     const index_t items = pb.problems * nseg;
     std::vector<key_state<T>> states(sz(items), key_state<T>(sp.F, pb.dv));
+    std::vector<std::uint64_t> fps(fp ? sz(items) : 0, 0);
 #pragma omp parallel
     {
         tile_worker<Map, T, Arch> w(sp);
@@ -201,9 +269,10 @@ std::vector<key_state<T>> segment_key_states(const spectral<Map, T>& sp, const a
             const index_t p = it / nseg, s = it % nseg, nk = pb.valid_keys(p);
             const index_t a = std::min(nk, split_point(length, nseg, s)),
                           b = std::min(nk, split_point(length, nseg, s + 1));
-            K::accumulate_keys(w, pb, p, a, b, states[sz(it)], pc);
+            K::accumulate_keys(w, pb, p, a, b, states[sz(it)], pc, fp ? &fps[sz(it)] : nullptr);
         }
     }
+    for (const auto h : fps) *fp += h;
     return states;
 }
 
@@ -258,8 +327,9 @@ std::vector<key_state<T>> causal_initial_states(const spectral<Map, T>& sp, cons
 /// when given.
 template <class Map, class T, class Arch>
 std::vector<key_state<T>> full_key_states(const spectral<Map, T>& sp, const attention_problem<Map, T>& pb, index_t nseg,
-                                          const slice_link<T>* link, const projection_cache<T>* pc = nullptr) {
-    auto states = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len, pc);
+                                          const slice_link<T>* link, const projection_cache<T>* pc = nullptr,
+                                          std::uint64_t* fp = nullptr) {
+    auto states = segment_key_states<Map, T, Arch>(sp, pb, nseg, pb.k_len, pc, fp);
     for (index_t p = 0; p < pb.problems; ++p)
         for (index_t s = 1; s < nseg; ++s) states[sz(p * nseg)].merge(states[sz(p * nseg + s)]);
     if (link) {
@@ -273,14 +343,20 @@ std::vector<key_state<T>> full_key_states(const spectral<Map, T>& sp, const atte
     return states;
 }
 
+/// The forward pass. With `keep`, also fills it for linear_backward: the key state of
+/// every head (non-causal) or the state every segment starts from (causal), and the
+/// fingerprint of the keys and values they came from.
 template <class Map, class T, class Arch>
-void linear_forward(const attention_problem<Map, T>& pb, T* out, const slice_link<T>* link = nullptr) {
+void linear_forward(const attention_problem<Map, T>& pb, T* out, const slice_link<T>* link = nullptr,
+                    forward_state<T>* keep = nullptr) {
     using K = forward_kernels<Map, T, Arch>;
     const auto sp = spectral<Map, T>::make(pb.spec, pb.input_scale, false);
     const index_t nseg = segments_for(pb.problems, std::max(pb.q_len, pb.k_len));
     const index_t items = pb.problems * nseg;
+    std::uint64_t fp = 0;
     if (!pb.causal) {
-        const auto states = full_key_states<Map, T, Arch>(sp, pb, nseg, link);
+        const auto states = full_key_states<Map, T, Arch>(sp, pb, nseg, link, nullptr, keep ? &fp : nullptr);
+        if (keep) keep_states(states, sp.F, pb.dv, fp, *keep);
 #pragma omp parallel
         {
             tile_worker<Map, T, Arch> w(sp);
@@ -295,6 +371,8 @@ void linear_forward(const attention_problem<Map, T>& pb, T* out, const slice_lin
         return;
     }
     auto init = causal_initial_states<Map, T, Arch>(sp, pb, nseg, link);
+    if (keep) keep_states(init, sp.F, pb.dv, 0, *keep);
+    std::vector<std::uint64_t> fps(keep ? sz(items) : 0, 0);
 #pragma omp parallel
     {
         tile_worker<Map, T, Arch> wq(sp), wk(sp);
@@ -302,9 +380,11 @@ void linear_forward(const attention_problem<Map, T>& pb, T* out, const slice_lin
         for (index_t it = 0; it < items; ++it) {
             const index_t p = it / nseg, s = it % nseg;
             K::causal(wq, wk, pb, p, split_point(pb.q_len, nseg, s), split_point(pb.q_len, nseg, s + 1), init[sz(it)],
-                      out);
+                      out, keep ? &fps[sz(it)] : nullptr);
         }
     }
+    if (keep)
+        for (const auto h : fps) keep->inputs += h;
 }
 
 }  // namespace kattn::detail::simd_impl

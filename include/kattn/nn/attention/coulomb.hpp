@@ -138,7 +138,8 @@ public:
         x_ = x;
         v_ = wv_.forward(x);
         cached_ = true;
-        return wo_.forward(detail::self_heads_forward(x, v_, ctx, cfg_.heads, dh_, cfg_.causal, lens_, with_op()));
+        return wo_.forward(
+            detail::self_heads_forward(x, v_, ctx, cfg_.heads, dh_, cfg_.causal, lens_, with_op(), saved_));
     }
 
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
@@ -146,8 +147,9 @@ public:
         detail::check_rows("dy", dy, ctx, cfg_.dim);
         const tensor<T> dyo = wo_.backward(dy);
         tensor<T> dv;
-        tensor<T> dx = detail::self_heads_backward(x_, v_, dyo, ctx_, cfg_.heads, dh_, cfg_.causal, lens_, dv,
-                                                   with_op(), [](index_t, const auto&) {});  // Ω frozen
+        tensor<T> dx = detail::self_heads_backward(
+            x_, v_, dyo, ctx_, cfg_.heads, dh_, cfg_.causal, lens_, dv, with_op(), [](index_t, const auto&) {},
+            saved_);  // Ω frozen
         dx += wv_.backward(dv);
         return dx;
     }
@@ -186,6 +188,7 @@ private:
     context ctx_{};
     std::vector<index_t> lens_;
     tensor<T> x_, v_;
+    std::vector<kattn::saved_state<T>> saved_;  ///< per head: the forward's key states, reused by backward
     bool cached_ = false;
 };
 

@@ -114,8 +114,8 @@ public:
             visit(h, [&](auto& op) { op.set_omega(om); });
         }
         cached_ = true;
-        return wo_.forward(detail::self_heads_forward(x, v_, ctx, cfg_.heads, dh_, cfg_.causal, lens_,
-                                                      [this](index_t h, auto&& f) { visit(h, f); }));
+        return wo_.forward(detail::self_heads_forward(
+            x, v_, ctx, cfg_.heads, dh_, cfg_.causal, lens_, [this](index_t h, auto&& f) { visit(h, f); }, saved_));
     }
 
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
@@ -127,7 +127,8 @@ public:
             x_, v_, dyo, ctx_, cfg_.heads, dh_, cfg_.causal, lens_, dv, [this](index_t h, auto&& f) { visit(h, f); },
             [this](index_t h, const auto& g) {
                 flow(h).backward(z_[std::size_t(h)], detail::omega_to_pairs(g.d_omega));
-            });
+            },
+            saved_);
         dx += wv_.backward(dv);
         return dx;
     }
@@ -211,6 +212,7 @@ private:
     context ctx_{};
     std::vector<index_t> lens_;
     tensor<T> x_, v_;
+    std::vector<kattn::saved_state<T>> saved_;  ///< per head: the forward's key states, reused by backward
     std::vector<xt::xtensor<double, 2>> z_;
     bool cached_ = false;
 };

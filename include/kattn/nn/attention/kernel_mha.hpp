@@ -78,14 +78,14 @@ public:
         kh_ = detail::to_heads(wk_.forward(x), ctx, cfg_.heads, dh_);
         vh_ = detail::to_heads(wv_.forward(x), ctx, cfg_.heads, dh_);
         cached_ = true;
-        return wo_.forward(detail::from_heads(detail::attend(op_, qh_, kh_, vh_, cfg_.causal, lens_)));
+        return wo_.forward(detail::from_heads(detail::attend(op_, qh_, kh_, vh_, cfg_.causal, lens_, saved_)));
     }
 
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
         detail::require_cache(cached_, "kernel_mha");
         detail::check_rows("dy", dy, ctx, cfg_.dim);
         const auto dout = detail::to_heads(wo_.backward(dy), ctx_, cfg_.heads, dh_);
-        const auto g = detail::attend_backward(op_, qh_, kh_, vh_, dout, cfg_.causal, lens_);
+        const auto g = detail::attend_backward(op_, qh_, kh_, vh_, dout, cfg_.causal, lens_, saved_);
         tensor<T> dx = wq_.backward(detail::from_heads(g.dq));
         dx += wk_.backward(detail::from_heads(g.dk));
         dx += wv_.backward(detail::from_heads(g.dv));
@@ -135,6 +135,7 @@ private:
     context ctx_{};
     std::vector<index_t> lens_;
     xt::xtensor<T, 4> qh_, kh_, vh_;
+    typename operator_type::saved_state saved_;  ///< the forward's key states, reused by backward
     bool cached_ = false;
 };
 

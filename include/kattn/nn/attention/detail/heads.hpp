@@ -4,7 +4,8 @@
 //   derive_seed(seed, k)       sub-seed k of a layer seed (nn::detail::sub_seed)
 //   to_heads / head_slice      activations [B·L, ld] → [B, H, L, dh] (all heads / head h alone)
 //   from_heads                 [B, H, L, dh] → [B·L, H·dh]
-//   attend / attend_backward   an operator call with key lengths, causal or not
+//   attend / attend_backward   an operator call with key lengths, causal or not; with a
+//                              saved state, the forward keeps what the backward reuses
 //   orthogonal_matrix(D, s)    a Haar-orthogonal D×D matrix (Householder QR of a seeded
 //                              Gaussian with the sign fix Q·diag(sign(diag R)))
 //   pairs_to_omega             flow samples w [m, 2d] (row k = (ω₁ₖ, ω₂ₖ)) → Ω [d, 2m]:
@@ -28,6 +29,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "../../../attention/options.hpp"
+#include "../../../attention/saved_state.hpp"
 #include "../../../core/random.hpp"
 #include "../../../features/omega_layout.hpp"
 #include "../../../samplers/orthogonal_gaussian.hpp"
@@ -84,6 +86,22 @@ auto attend_backward(const Op& op, const C& q, const C& k, const C& v, const C& 
                      const std::vector<index_t>& lens) {
     const key_lengths kl(lens);
     return causal ? op.backward(q, k, v, dout, kattn::causal, kl) : op.backward(q, k, v, dout, kl);
+}
+
+/// attend, filling `saved` (kattn::saved_state) for attend_backward.
+template <class Op, class C, class Saved>
+C attend(const Op& op, const C& q, const C& k, const C& v, bool causal, const std::vector<index_t>& lens,
+         Saved& saved) {
+    const key_lengths kl(lens);
+    return causal ? op(q, k, v, kattn::causal, kl, saved) : op(q, k, v, kl, saved);
+}
+
+/// attend_backward with the state attend(…, saved) kept.
+template <class Op, class C, class Saved>
+auto attend_backward(const Op& op, const C& q, const C& k, const C& v, const C& dout, bool causal,
+                     const std::vector<index_t>& lens, const Saved& saved) {
+    const key_lengths kl(lens);
+    return causal ? op.backward(q, k, v, dout, kattn::causal, kl, saved) : op.backward(q, k, v, dout, kl, saved);
 }
 
 /// Row-major D×D orthogonal matrix (columns and rows orthonormal).
@@ -163,15 +181,19 @@ inline void require_cache(bool has, std::string_view layer) {
 }
 
 /// y[:, h·dh:(h+1)·dh] = attention_h(x_h, x_h, v_h) for every head h; with_op(h, f) calls
-/// f(operator of head h).
+/// f(operator of head h). saved[h] keeps head h's state for self_heads_backward.
 template <class T, class WithOp>
 tensor<T> self_heads_forward(const tensor<T>& x, const tensor<T>& v, const context& ctx, index_t heads, index_t dh,
-                             bool causal, const std::vector<index_t>& lens, WithOp&& with_op) {
+                             bool causal, const std::vector<index_t>& lens, WithOp&& with_op,
+                             std::vector<kattn::saved_state<T>>& saved) {
     const index_t D = heads * dh;
     tensor<T> y = zeros<T>(ctx.rows(), D);
+    saved.resize(std::size_t(heads));
     for (index_t h = 0; h < heads; ++h) {
         const auto xh = head_slice(x, ctx, h, dh), vh = head_slice(v, ctx, h, dh);
-        with_op(h, [&](auto& op) { merge_heads(attend(op, xh, xh, vh, causal, lens), y.data(), D, h * dh); });
+        with_op(h, [&](auto& op) {
+            merge_heads(attend(op, xh, xh, vh, causal, lens, saved[std::size_t(h)]), y.data(), D, h * dh);
+        });
     }
     return y;
 }
@@ -181,7 +203,7 @@ tensor<T> self_heads_forward(const tensor<T>& x, const tensor<T>& v, const conte
 template <class T, class WithOp, class OnGrad>
 tensor<T> self_heads_backward(const tensor<T>& x, const tensor<T>& v, const tensor<T>& dout, const context& ctx,
                               index_t heads, index_t dh, bool causal, const std::vector<index_t>& lens, tensor<T>& dv,
-                              WithOp&& with_op, OnGrad&& on_grad) {
+                              WithOp&& with_op, OnGrad&& on_grad, const std::vector<kattn::saved_state<T>>& saved) {
     const index_t D = heads * dh;
     tensor<T> dx = zeros<T>(ctx.rows(), D);
     dv = zeros<T>(ctx.rows(), D);
@@ -189,7 +211,7 @@ tensor<T> self_heads_backward(const tensor<T>& x, const tensor<T>& v, const tens
         const auto xh = head_slice(x, ctx, h, dh), vh = head_slice(v, ctx, h, dh);
         const auto dh_out = head_slice(dout, ctx, h, dh);
         with_op(h, [&](auto& op) {
-            const auto g = attend_backward(op, xh, xh, vh, dh_out, causal, lens);
+            const auto g = attend_backward(op, xh, xh, vh, dh_out, causal, lens, saved.at(std::size_t(h)));
             merge_heads(g.dq, dx.data(), D, h * dh, true);
             merge_heads(g.dk, dx.data(), D, h * dh, true);
             merge_heads(g.dv, dv.data(), D, h * dh, false);
