@@ -8,8 +8,9 @@
 // state, backward() rebuilds the key states S = Σ φ(k)vᵀ, z = Σ φ(k) with a full pass over
 // the keys (projection, activation, a product per key). With one, backends that can
 // (execution_backend_traits<B>::saves_forward_state; simd does) take them from the forward.
-// The gradients are the same bits either way. The state is small: per head F × (d_v + 1)
-// numbers (and their double totals for fp32), independent of the sequence length.
+// The gradients are the same bits either way. The state is small: F × (d_v + 1) + 1 numbers
+// (and their double totals for fp32) per head and segment (at most 8 segments per head),
+// bounded independently of the sequence length.
 //
 // The state belongs to one forward call: backward() checks that q, k, v have the same
 // shapes, that the options (causal, key lengths) and the operator's Ω and b are those of

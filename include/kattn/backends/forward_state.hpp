@@ -5,7 +5,7 @@
 //   backward(const attention_problem<Map, T>&, const attention_gradients<T>&, const forward_state<T>&)
 // The forward fills the state with whatever lets the backward skip work: the simd backend
 // keeps the key states the backward would otherwise rebuild with a full pass over the keys
-// (per head F × (d_v + 1) numbers, plus the double totals of fp32 states). The contents are
+// (F × (d_v + 1) + 1 numbers per head and segment, plus the double totals of fp32 states). The contents are
 // the backend's own; this struct only carries them, with their extents and a fingerprint of
 // the inputs they came from (core/fingerprint.hpp), which the backward recomputes and
 // compares so that a state used with other inputs is an error, never a wrong gradient.
