@@ -647,9 +647,11 @@ int main(int argc, char** argv) {
 
     const std::string cpu = cpu_model(), date = utc_now();
     std::printf(
-        "# kattn bench_attention  %s\n# cpu: %s [%s], %d logical CPUs, simd arch: %s\n# compiler: %s\n"
-        "# openblas: %s\n",
-        date.c_str(), cpu.c_str(), cpu_flags_summary().c_str(), omp_get_num_procs(), xsimd::default_arch::name(),
+        "# kattn bench_attention  %s\n# cpu: %s [%s], %d logical CPUs, simd kernels: %s (%s; compiled for %s)\n"
+        "# compiler: %s\n# openblas: %s\n",
+        date.c_str(), cpu.c_str(), cpu_flags_summary().c_str(), omp_get_num_procs(),
+        std::string(kattn::backends::simd::isa()).c_str(),
+        kattn::backends::simd::dispatched() ? "dispatched at run time" : "compiled in", xsimd::default_arch::name(),
         compiler().c_str(), openblas_get_config());
     std::printf("# B=%ld H=%ld float; median of %d after 1 warm-up; budget %.0f s/case\n", o.batch, o.heads, o.repeats,
                 o.budget);
@@ -783,7 +785,9 @@ int main(int argc, char** argv) {
         j["machine"] = {{"cpu", cpu},
                         {"cpu_flags", cpu_flags_summary()},
                         {"logical_cpus", omp_get_num_procs()},
-                        {"simd_arch", xsimd::default_arch::name()},
+                        {"simd_arch", std::string(kattn::backends::simd::isa())},
+                        {"simd_dispatched", kattn::backends::simd::dispatched()},
+                        {"compiled_arch", xsimd::default_arch::name()},
                         {"openblas", openblas_get_config()}};
         j["date"] = date;
         j["compiler"] = compiler();

@@ -6,8 +6,17 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 int main() {
+#ifdef KATTN_SIMD_DISPATCH
+    // The dependency links the kernel library: on a CPU with AVX2 the kernels come from it,
+    // although this program is compiled without -march.
+    if (kattn::detail::simd_dispatch::cpu_runs("avx2") && !kattn::backends::simd::dispatched()) {
+        std::fprintf(stderr, "built with KATTN_SIMD_DISPATCH on an AVX2 CPU, but the kernels are not dispatched\n");
+        return 1;
+    }
+#endif
     using attn_t =
         kattn::linear_attention<kattn::features::favor, kattn::samplers::orthogonal_gaussian, kattn::backends::simd>;
     attn_t attn({.head_dim = 8, .value_dim = 4, .num_features = 32, .seed = 42});
@@ -28,8 +37,9 @@ int main() {
     try {
         attn(q, k, xt::xtensor<float, 2>(xt::zeros<float>({5, 3})));
     } catch (const kattn::error& e) {
-        std::printf("kattn %d.%d.%d consumer ok (%s)\n", KATTN_VERSION_MAJOR, KATTN_VERSION_MINOR, KATTN_VERSION_PATCH,
-                    e.what());
+        std::printf("kattn %d.%d.%d consumer ok, simd kernels: %s (%s); %s\n", KATTN_VERSION_MAJOR, KATTN_VERSION_MINOR,
+                    KATTN_VERSION_PATCH, std::string(kattn::backends::simd::isa()).c_str(),
+                    kattn::backends::simd::dispatched() ? "dispatched" : "compiled", e.what());
         return 0;
     }
     std::fprintf(stderr, "bad value shape did not throw kattn::error\n");

@@ -10,20 +10,51 @@
 // Results are bitwise identical for any thread count: the work split and every
 // reduction order depend on the problem only.
 //
-// The instruction set is xsimd's default architecture for the compile flags
-// (`-march=native` in kattn's own tests and benchmarks; SSE2 baseline otherwise).
+// The instruction set is chosen at run time when the program is built with
+// KATTN_SIMD_DISPATCH and linked with the kernel library libkattn_simd (what the `kattn`
+// Meson and pkg-config dependencies do; simd/dispatch.hpp): AVX-512 or AVX2+FMA, whichever
+// the CPU runs. Otherwise, and for maps outside features::all, it is xsimd's default
+// architecture for the compile flags (`-march=native` in kattn's own tests and benchmarks;
+// SSE2 for a plain x86-64 build).
 // `step` (recurrent decoding) forwards to the reference backend: one token at a time has
 // nothing to tile. forward/backward also take a forward_state (saves_forward_state): the
 // forward's key states carried to the backward.
 #pragma once
 
 #include "simd/linear_backward.hpp"  // first: brings in xsimd with GCC PR 105593 warnings silenced
+#include "simd/dispatch.hpp"
 #include "simd/linear_forward.hpp"
 #include "reference.hpp"
 
 #include <cstddef>
+#include <string_view>
 
 #include <xsimd/xsimd.hpp>
+
+namespace kattn::detail {
+
+/// The kernel table in use for (Map, T), or nullptr: the program's own kernels.
+template <class Map, class T>
+inline const simd_dispatch::kernel_table* simd_table() {
+#ifdef KATTN_SIMD_DISPATCH
+    if constexpr (simd_dispatch::covered<Map, T>) return simd_dispatch::active();
+#endif
+    return nullptr;
+}
+
+/// simd's GEMM policy: the dispatched kernel where there is one, else simd_gemm<Arch>.
+template <class Arch>
+struct simd_dispatch_gemm {
+    template <class T>
+    static void run(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb,
+                    T* C, index_t ldc, bool accumulate) {
+        if (const auto* t = simd_table<features::favor, T>())
+            return t->template gemm<T>()(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate);
+        gemm<Arch>(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate);
+    }
+};
+
+}  // namespace kattn::detail
 
 namespace kattn::backends {
 
@@ -31,32 +62,44 @@ struct simd {
     static constexpr const char* name = "simd";
     using arch = xsimd::default_arch;
     using row_ops = detail::simd_ops<arch>;
-    using gemm = detail::simd_gemm<arch>;
+    using gemm = detail::simd_dispatch_gemm<arch>;
+
+    /// The instruction set the kernels run with in this process: xsimd's name of the
+    /// dispatched architecture ("avx512bw", "fma3+avx2"), or of the compiled one.
+    static std::string_view isa() {
+        if (const auto* t = detail::simd_table<features::favor, float>()) return t->arch;
+        return arch::name();
+    }
+    /// True when the kernels of features::all run from the kernel library (simd/dispatch.hpp).
+    static bool dispatched() { return detail::simd_table<features::favor, float>() != nullptr; }
+    /// Chooses the instruction set for the whole process: "avx512", "avx2" or "baseline"
+    /// (the program's own kernels). A kattn::error names `isa` when the CPU cannot run it,
+    /// or when the program is not built for dispatch and `isa` is not "baseline".
+    static void select_isa(std::string_view isa) {
+#ifdef KATTN_SIMD_DISPATCH
+        kattn::detail::simd_dispatch::select(isa);
+#else
+        if (isa != "baseline")
+            kattn::detail::fail("isa", "baseline (this program is built without KATTN_SIMD_DISPATCH)",
+                                std::string(isa));
+#endif
+    }
 
     template <class Map, class T>
     static void features(const backends::feature_problem<Map, T>& pb) {
-        namespace si = detail::simd_impl;
-        const auto sp = si::spectral<Map, T>::make(pb.spec, pb.input_scale, false);
-        const index_t tiles = (pb.n + si::tile_rows - 1) / si::tile_rows;
-#pragma omp parallel
-        {
-            si::tile_worker<Map, T, arch> w(sp);
-#pragma omp for schedule(dynamic, 1)
-            for (index_t t = 0; t < tiles; ++t) {
-                const index_t r0 = t * si::tile_rows, n = std::min(si::tile_rows, pb.n - r0);
-                w.project(n, pb.x + r0 * sp.d, false);
-                w.activate(n, pb.phi + r0 * sp.F);
-            }
-        }
+        if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().features(pb);
+        detail::simd_impl::features<Map, T, arch>(pb);
     }
 
     template <class Map, class T>
     static void forward(const backends::attention_problem<Map, T>& pb, T* out) {
+        if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().forward(pb, out);
         detail::simd_impl::linear_forward<Map, T, arch>(pb, out);
     }
 
     template <class Map, class T>
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g) {
+        if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().backward(pb, g);
         detail::simd_impl::linear_backward<Map, T, arch>(pb, g);
     }
 
@@ -64,11 +107,13 @@ struct simd {
     /// through `link` once per call, between the passes that need them.
     template <class Map, class T>
     static void forward(const backends::attention_problem<Map, T>& pb, T* out, const backends::slice_link<T>& link) {
+        if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().forward_link(pb, out, link);
         detail::simd_impl::linear_forward<Map, T, arch>(pb, out, &link);
     }
     template <class Map, class T>
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
                          const backends::slice_link<T>& link) {
+        if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().backward_link(pb, g, link);
         detail::simd_impl::linear_backward<Map, T, arch>(pb, g, &link);
     }
 
@@ -77,26 +122,37 @@ struct simd {
     /// backward skips its pass over the keys; the gradients are the same bits either way.
     template <class Map, class T>
     static void forward(const backends::attention_problem<Map, T>& pb, T* out, backends::forward_state<T>& keep) {
+        if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().forward_keep(pb, out, keep);
         detail::simd_impl::linear_forward<Map, T, arch>(pb, out, nullptr, &keep);
     }
     template <class Map, class T>
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
                          const backends::forward_state<T>& saved) {
+        if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().backward_saved(pb, g, saved);
         detail::simd_impl::linear_backward<Map, T, arch>(pb, g, nullptr, &saved);
     }
 
     /// Bytes of backward cache the calling thread keeps for its next backward call
     /// (attention_config::backward_cache_bytes; docs/backends.md §3).
     static std::size_t workspace_bytes() {
-        return detail::simd_impl::cache_storage<float>::of_this_thread().cap * sizeof(float) +
-               detail::simd_impl::cache_storage<double>::of_this_thread().cap * sizeof(double);
+        if (const auto* t = detail::simd_table<features::favor, float>())
+            return t->workspace_bytes() + own_workspace_bytes();
+        return own_workspace_bytes();
     }
     /// Frees the calling thread's backward cache (the next backward allocates it again).
     static void release_workspace() {
+        if (const auto* t = detail::simd_table<features::favor, float>()) t->release_workspace();
         detail::simd_impl::cache_storage<float>::of_this_thread() = {};
         detail::simd_impl::cache_storage<double>::of_this_thread() = {};
     }
 
+private:
+    static std::size_t own_workspace_bytes() {
+        return detail::simd_impl::cache_storage<float>::of_this_thread().cap * sizeof(float) +
+               detail::simd_impl::cache_storage<double>::of_this_thread().cap * sizeof(double);
+    }
+
+public:
     /// One decoding token: the reference backend's step (explicit fallback).
     template <class Map, class T>
     static void step(const backends::step_problem<Map, T>& sp) {

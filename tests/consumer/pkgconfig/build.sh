@@ -31,4 +31,9 @@ if [[ " $cflags " != *" -fopenmp "* ]]; then
 fi
 
 # shellcheck disable=SC2086  # word splitting of pkg-config output is intended
-${CXX:-g++} -std=c++20 $cflags "$src" -o "$out" $libs
+# An installed libkattn_simd outside the loader's paths needs an rpath (or LD_LIBRARY_PATH).
+rpath=()
+if [[ " $libs " == *" -lkattn_simd "* ]]; then
+    rpath=("-Wl,-rpath,$(pkg-config --variable=libdir kattn)")
+fi
+${CXX:-g++} -std=c++20 $cflags "$src" -o "$out" $libs "${rpath[@]}"

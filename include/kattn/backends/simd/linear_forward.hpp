@@ -343,6 +343,23 @@ std::vector<key_state<T>> full_key_states(const spectral<Map, T>& sp, const atte
     return states;
 }
 
+/// φ of pb.n rows (the exact map), one tile per task.
+template <class Map, class T, class Arch>
+void features(const feature_problem<Map, T>& pb) {
+    const auto sp = spectral<Map, T>::make(pb.spec, pb.input_scale, false);
+    const index_t tiles = (pb.n + tile_rows - 1) / tile_rows;
+#pragma omp parallel
+    {
+        tile_worker<Map, T, Arch> w(sp);
+#pragma omp for schedule(dynamic, 1)
+        for (index_t t = 0; t < tiles; ++t) {
+            const index_t r0 = t * tile_rows, n = std::min(tile_rows, pb.n - r0);
+            w.project(n, pb.x + r0 * sp.d, false);
+            w.activate(n, pb.phi + r0 * sp.F);
+        }
+    }
+}
+
 /// The forward pass. With `keep`, also fills it for linear_backward: the key state of
 /// every head (non-causal) or the state every segment starts from (causal), and the
 /// fingerprint of the keys and values they came from.
