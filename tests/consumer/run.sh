@@ -3,7 +3,7 @@
 # the way a user would.
 #
 # usage: run.sh <route> <source_root> <build_tmp>
-#   route        subproject | pkgconfig | cmake
+#   route        subproject | pkgconfig | cmake | installed (pkgconfig and cmake, one install)
 #   source_root  the kattn source tree
 #   build_tmp    a scratch directory owned by this route (wiped on every run)
 #
@@ -14,11 +14,13 @@
 #               g++ $(pkg-config --cflags kattn) ... $(pkg-config --libs kattn).
 #   cmake       install kattn into build_tmp/prefix, find_package(kattn) with
 #               CMAKE_PREFIX_PATH=build_tmp/prefix, link kattn::kattn.
+#   installed   pkgconfig, then cmake, against one install (what the test suite runs:
+#               installing compiles the kernel library libkattn_simd once instead of twice).
 # Every step must succeed; the program must run and exit 0.
 set -euo pipefail
 
 if [[ $# -ne 3 ]]; then
-    echo "usage: $0 <subproject|pkgconfig|cmake> <source_root> <build_tmp>" >&2
+    echo "usage: $0 <subproject|pkgconfig|cmake|installed> <source_root> <build_tmp>" >&2
     exit 2
 fi
 route=$1
@@ -45,6 +47,27 @@ install_kattn() {
     test -f "$tmp/prefix/lib/cmake/kattn/kattnConfigVersion.cmake"
 }
 
+# Build the consumer against the installed prefix: pkg-config flags, or find_package.
+build_pkgconfig() {
+    step "compile with pkg-config flags"
+    bash "$here/pkgconfig/build.sh" "$tmp/prefix" "$here/main.cpp" "$tmp/app-pkgconfig"
+    apps+=("$tmp/app-pkgconfig")
+}
+build_cmake() {
+    local proj=$tmp/project-cmake
+    mkdir -p "$proj"
+    cp "$here/cmake/CMakeLists.txt" "$here/main.cpp" "$proj/"
+    local gen=()
+    if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+    step "cmake configure (find_package(kattn))"
+    cmake -S "$proj" -B "$proj/build" "${gen[@]}" \
+        -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release
+    step "cmake build"
+    cmake --build "$proj/build"
+    apps+=("$proj/build/app")
+}
+
+apps=()
 case $route in
 subproject)
     proj=$tmp/project
@@ -67,34 +90,29 @@ subproject)
     fi
     step "meson compile"
     meson compile -C "$proj/build"
-    app=$proj/build/app
+    apps+=("$proj/build/app")
     ;;
 pkgconfig)
     install_kattn
-    step "compile with pkg-config flags"
-    bash "$here/pkgconfig/build.sh" "$tmp/prefix" "$here/main.cpp" "$tmp/app"
-    app=$tmp/app
+    build_pkgconfig
     ;;
 cmake)
     install_kattn
-    proj=$tmp/project
-    mkdir -p "$proj"
-    cp "$here/cmake/CMakeLists.txt" "$here/main.cpp" "$proj/"
-    gen=()
-    if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
-    step "cmake configure (find_package(kattn))"
-    cmake -S "$proj" -B "$proj/build" "${gen[@]}" \
-        -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release
-    step "cmake build"
-    cmake --build "$proj/build"
-    app=$proj/build/app
+    build_cmake
+    ;;
+installed)
+    install_kattn
+    build_pkgconfig
+    build_cmake
     ;;
 *)
-    echo "error: unknown route '$route' (expected subproject, pkgconfig or cmake)" >&2
+    echo "error: unknown route '$route' (expected subproject, pkgconfig, cmake or installed)" >&2
     exit 2
     ;;
 esac
 
-step "run $app"
-"$app"
+for app in "${apps[@]}"; do
+    step "run $app"
+    "$app"
+done
 step "ok"
