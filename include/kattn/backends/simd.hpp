@@ -28,17 +28,25 @@
 
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
 namespace kattn::detail {
 
-/// The kernel table in use for (Map, T), or nullptr: the program's own kernels.
+/// The kernel library's table in use in this process, or nullptr: the program's own kernels.
+inline const simd_dispatch::kernel_table* simd_active_table() {
+#ifdef KATTN_SIMD_DISPATCH
+    return simd_dispatch::active();
+#else
+    return nullptr;
+#endif
+}
+
+/// The table for calls of (Map, T): the active one where the library covers them.
 template <class Map, class T>
 inline const simd_dispatch::kernel_table* simd_table() {
-#ifdef KATTN_SIMD_DISPATCH
-    if constexpr (simd_dispatch::covered<Map, T>) return simd_dispatch::active();
-#endif
+    if constexpr (simd_dispatch::covered<Map, T>) return simd_active_table();
     return nullptr;
 }
 
@@ -48,8 +56,9 @@ struct simd_dispatch_gemm {
     template <class T>
     static void run(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb,
                     T* C, index_t ldc, bool accumulate) {
-        if (const auto* t = simd_table<features::favor, T>())
-            return t->template gemm<T>()(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate);
+        if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+            if (const auto* t = simd_active_table())
+                return t->template gemm<T>()(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate);
         gemm<Arch>(M, N, K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate);
     }
 };
@@ -67,11 +76,11 @@ struct simd {
     /// The instruction set the kernels run with in this process: xsimd's name of the
     /// dispatched architecture ("avx512bw", "fma3+avx2"), or of the compiled one.
     static std::string_view isa() {
-        if (const auto* t = detail::simd_table<features::favor, float>()) return t->arch;
+        if (const auto* t = detail::simd_active_table()) return t->arch;
         return arch::name();
     }
     /// True when the kernels of features::all run from the kernel library (simd/dispatch.hpp).
-    static bool dispatched() { return detail::simd_table<features::favor, float>() != nullptr; }
+    static bool dispatched() { return detail::simd_active_table() != nullptr; }
     /// Chooses the instruction set for the whole process: "avx512", "avx2" or "baseline"
     /// (the program's own kernels). A kattn::error names `isa` when the CPU cannot run it,
     /// or when the program is not built for dispatch and `isa` is not "baseline".
@@ -135,13 +144,12 @@ struct simd {
     /// Bytes of backward cache the calling thread keeps for its next backward call
     /// (attention_config::backward_cache_bytes; docs/backends.md §3).
     static std::size_t workspace_bytes() {
-        if (const auto* t = detail::simd_table<features::favor, float>())
-            return t->workspace_bytes() + own_workspace_bytes();
+        if (const auto* t = detail::simd_active_table()) return t->workspace_bytes() + own_workspace_bytes();
         return own_workspace_bytes();
     }
     /// Frees the calling thread's backward cache (the next backward allocates it again).
     static void release_workspace() {
-        if (const auto* t = detail::simd_table<features::favor, float>()) t->release_workspace();
+        if (const auto* t = detail::simd_active_table()) t->release_workspace();
         detail::simd_impl::cache_storage<float>::of_this_thread() = {};
         detail::simd_impl::cache_storage<double>::of_this_thread() = {};
     }

@@ -112,7 +112,7 @@ extern "C" const kattn::detail::simd_dispatch::kernel_table* kattn_simd_kernels_
 
 namespace kattn::detail::simd_dispatch {
 
-/// The instruction sets of the library, best first, with the CPU features each needs.
+/// The library's table for "avx512" or "avx2" (nullptr otherwise), checked against this header.
 inline const kernel_table* library_table(std::string_view isa) {
     const kernel_table* t = nullptr;
     if (isa == "avx512") t = kattn_simd_kernels_x86_64_v4();
