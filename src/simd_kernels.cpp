@@ -8,8 +8,7 @@
 // including the standard library code compiled here with these flags, stays inside it, so
 // a program's own copies are never replaced by instructions its CPU may lack.
 #include <kattn/backends/simd/dispatch.hpp>
-#include <kattn/backends/simd/linear_backward.hpp>
-#include <kattn/backends/simd/linear_forward.hpp>
+#include <kattn/backends/simd/passes.hpp>
 #include <kattn/backends/simd/tile.hpp>
 #include <kattn/linalg/gemm.hpp>
 
@@ -33,21 +32,21 @@ template <class Map, class T>
 kd::simd_dispatch::map_kernels<Map, T> kernels_of() {
     kd::simd_dispatch::map_kernels<Map, T> k;
     k.features = &si::features<Map, T, arch>;
-    k.forward = [](const kd::attention_problem<Map, T>& pb, T* out) { si::linear_forward<Map, T, arch>(pb, out); };
+    k.forward = [](const kd::attention_problem<Map, T>& pb, T* out) { si::run_forward<Map, T, arch>(pb, out); };
     k.forward_link = [](const kd::attention_problem<Map, T>& pb, T* out, const kd::slice_link<T>& link) {
-        si::linear_forward<Map, T, arch>(pb, out, &link);
+        si::run_forward<Map, T, arch>(pb, out, &link);
     };
     k.forward_keep = [](const kd::attention_problem<Map, T>& pb, T* out, kd::forward_state<T>& keep) {
-        si::linear_forward<Map, T, arch>(pb, out, nullptr, &keep);
+        si::run_forward<Map, T, arch>(pb, out, nullptr, &keep);
     };
     k.backward = [](const kd::attention_problem<Map, T>& pb, const kd::attention_gradients<T>& g) {
-        si::linear_backward<Map, T, arch>(pb, g);
+        si::run_backward<Map, T, arch>(pb, g);
     };
     k.backward_link = [](const kd::attention_problem<Map, T>& pb, const kd::attention_gradients<T>& g,
-                         const kd::slice_link<T>& link) { si::linear_backward<Map, T, arch>(pb, g, &link); };
+                         const kd::slice_link<T>& link) { si::run_backward<Map, T, arch>(pb, g, &link); };
     k.backward_saved = [](const kd::attention_problem<Map, T>& pb, const kd::attention_gradients<T>& g,
                           const kd::forward_state<T>& saved) {
-        si::linear_backward<Map, T, arch>(pb, g, nullptr, &saved);
+        si::run_backward<Map, T, arch>(pb, g, nullptr, &saved);
     };
     return k;
 }
@@ -67,6 +66,7 @@ kd::simd_dispatch::kernel_table make_table() {
     kd::simd_dispatch::kernel_table t;
     t.layout = sizeof(kd::simd_dispatch::kernel_table);
     t.version = kd::simd_dispatch::library_version;
+    t.problem_layout = kd::simd_dispatch::problem_layout;
     t.arch = arch::name();
     fill<float>(t.maps_f);
     fill<double>(t.maps_d);

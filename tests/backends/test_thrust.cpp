@@ -162,6 +162,40 @@ TEST_CASE("thrust backend: non-causal attention with q_len != k_len") {
     CHECK(rel_err(gt.d_omega, gr.d_omega) < 1e-10);
 }
 
+TEST_CASE_TEMPLATE("thrust backend: packed documents (run one document per call by the operator)", Map, features::favor,
+                   features::trig) {
+    static_assert(!execution_backend_traits<thrust_backend>::packs_sequences);
+    const std::vector<index_t> cu{0, 1, 64, 65, 150};
+    const packed_sequences docs{cu};
+    const auto q = randn<double, 4>({1, 3, 150, 8}, 1, 0.5), k = randn<double, 4>({1, 3, 150, 8}, 2, 0.5);
+    const auto v = randn<double, 4>({1, 3, 150, 5}, 3), G = randn<double, 4>({1, 3, 150, 5}, 4);
+    const attn<Map, double, backends::reference> ar(config<Map>());
+    const attn<Map, double, thrust_backend> at(config<Map>());
+    for (bool causal : {false, true}) {
+        INFO(Map::name, " causal=", causal);
+        const auto orf = causal ? ar(q, k, v, kattn::causal, docs) : ar(q, k, v, docs);
+        const auto ot = causal ? at(q, k, v, kattn::causal, docs) : at(q, k, v, docs);
+        CHECK(rel_err(ot, orf) < 1e-10);
+        const auto gr = causal ? ar.backward(q, k, v, G, kattn::causal, docs) : ar.backward(q, k, v, G, docs);
+        const auto gt = causal ? at.backward(q, k, v, G, kattn::causal, docs) : at.backward(q, k, v, G, docs);
+        CHECK(rel_err(gt.dq, gr.dq) < 1e-10);
+        CHECK(rel_err(gt.dk, gr.dk) < 1e-10);
+        CHECK(rel_err(gt.dv, gr.dv) < 1e-10);
+        CHECK(rel_err(gt.d_omega, gr.d_omega) < 1e-10);
+        // Document 1 (tokens 1..63) computed alone gives the same rows.
+        xt::xtensor<double, 4> q1 = xt::zeros<double>({1, 3, 63, 8}), k1 = q1, v1 = xt::zeros<double>({1, 3, 63, 5});
+        for (std::size_t h = 0; h < 3; ++h) {
+            std::copy_n(q.data() + (h * 150 + 1) * 8, 63 * 8, q1.data() + h * 63 * 8);
+            std::copy_n(k.data() + (h * 150 + 1) * 8, 63 * 8, k1.data() + h * 63 * 8);
+            std::copy_n(v.data() + (h * 150 + 1) * 5, 63 * 5, v1.data() + h * 63 * 5);
+        }
+        const auto o1 = causal ? ar(q1, k1, v1, kattn::causal) : ar(q1, k1, v1);
+        for (std::size_t h = 0; h < 3; ++h)
+            for (std::size_t t = 0; t < 63; ++t)
+                for (std::size_t c = 0; c < 5; ++c) REQUIRE(std::abs(ot(0, h, t + 1, c) - o1(0, h, t, c)) < 1e-12);
+    }
+}
+
 TEST_CASE("thrust backend: a large future key never changes earlier outputs (favor, causal)") {
     const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 7};
     const attn<features::favor, double, thrust_backend> a(cfg);

@@ -337,7 +337,7 @@ TEST_CASE("sequence_parallel: packed documents on the reference backend; bad bou
     const std::vector<index_t> good{0, 3, total}, short_end{0, 3, total - 1}, not_increasing{0, 3, 3, total};
     CHECK_NOTHROW((void)sp(q, q, v, kattn::causal, kattn::dist::packed_sequences{good}));
     CHECK_THROWS_WITH_AS((void)sp(q, q, v, kattn::dist::packed_sequences{short_end}),
-                         doctest::Contains("the whole sequence's length"), kattn::error);
+                         doctest::Contains("the packed length"), kattn::error);
     CHECK_THROWS_WITH_AS((void)sp(q, q, v, kattn::dist::packed_sequences{not_increasing}),
                          doctest::Contains("strictly increasing"), kattn::error);
     // Another list on the last rank: every rank refuses (with N > 1).

@@ -10,7 +10,7 @@
 //   T        float (default) or double
 // Inputs are [batch, heads, length, dim] (or [length, dim]); Ω is shared by all heads.
 // Options: kattn::causal, per-batch key lengths (padding, excluded from numerator and
-// denominator), recurrent decoding with initial_state()/step(), and backward() giving
+// denominator), packed documents (kattn::packed_sequences: cu_seqlens), recurrent decoding with initial_state()/step(), and backward() giving
 // ∂q, ∂k, ∂v and the gradient of the spectral parameters (Ω, b). A training step passes a
 // saved_state to the forward and then to backward(), which skips its own pass over the
 // keys (saved_state.hpp).
@@ -41,6 +41,7 @@
 #include "../samplers/orthogonal_gaussian.hpp"
 #include "attention_config.hpp"
 #include "detail/extents.hpp"
+#include "detail/packed.hpp"
 #include "options.hpp"
 #include "saved_state.hpp"
 
@@ -221,6 +222,28 @@ public:
                                  causal_t, key_lengths lengths, saved_state& saved) const {
         return forward(q, k, v, true, lengths, true, &saved);
     }
+    /// Packed documents (options.hpp): q, k, v are [1, heads, L, dim] or [L, dim] and hold
+    /// the documents of `docs` back to back; no token attends across a boundary.
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 packed_sequences docs) const {
+        return forward(q, k, v, false, {}, false, nullptr, &docs);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 causal_t, packed_sequences docs) const {
+        return forward(q, k, v, true, {}, false, nullptr, &docs);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 packed_sequences docs, saved_state& saved) const {
+        return forward(q, k, v, false, {}, false, &saved, &docs);
+    }
+    template <std::size_t R>
+    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                                 causal_t, packed_sequences docs, saved_state& saved) const {
+        return forward(q, k, v, true, {}, false, &saved, &docs);
+    }
 
     // ---- backward ------------------------------------------------------------------------
     template <std::size_t R>
@@ -264,6 +287,28 @@ public:
                           const xt::xtensor<T, R>& dout, causal_t, key_lengths lengths,
                           const saved_state& saved) const {
         return run_backward(q, k, v, dout, true, lengths, true, &saved);
+    }
+    /// Packed documents, with or without the forward's saved state.
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, packed_sequences docs) const {
+        return run_backward(q, k, v, dout, false, {}, false, nullptr, &docs);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, causal_t, packed_sequences docs) const {
+        return run_backward(q, k, v, dout, true, {}, false, nullptr, &docs);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, packed_sequences docs, const saved_state& saved) const {
+        return run_backward(q, k, v, dout, false, {}, false, &saved, &docs);
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                          const xt::xtensor<T, R>& dout, causal_t, packed_sequences docs,
+                          const saved_state& saved) const {
+        return run_backward(q, k, v, dout, true, {}, false, &saved, &docs);
     }
 
     // ---- recurrent decoding ---------------------------------------------------------------
@@ -373,7 +418,7 @@ private:
     template <std::size_t R>
     backends::attention_problem<Map, T> make_problem(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
                                                      const xt::xtensor<T, R>& v, bool causal, key_lengths lengths,
-                                                     bool has_lengths) const {
+                                                     bool has_lengths, const packed_sequences* packed) const {
         static_assert(R == 2 || R == 4,
                       "kattn::linear_attention: inputs are [length, dim] or "
                       "[batch, heads, length, dim]");
@@ -382,6 +427,12 @@ private:
             detail::require(a.q_len == a.k_len, "k",
                             "length equal to q's length " + std::to_string(a.q_len) + " (causal attention)", a.k_len);
         if (has_lengths) detail::check_key_lengths(lengths, a);
+        if (packed) {
+            detail::require(a.batch == 1 && a.q_len == a.k_len, "q",
+                            "batch 1 and as many queries as keys (packed documents, [1, heads, L, dim])",
+                            detail::shape_text(q.shape()) + " with k " + detail::shape_text(k.shape()));
+            detail::check_packed_offsets(packed->cu_seqlens, a.q_len);
+        }
         // The backends' buffers: one head's feature rows (L × F), the heads' states (F × d_v each).
         detail::checked_extent("q", "length x feature_dim (one head's feature rows)", a.q_len, feature_dim());
         detail::checked_extent("k", "length x feature_dim (one head's feature rows)", a.k_len, feature_dim());
@@ -407,10 +458,15 @@ private:
         pb.input_scale = input_scale_;
         pb.eps = cfg_.eps;
         pb.backward_cache_bytes = cfg_.backward_cache_bytes;
+        if (packed && backend_packs) {
+            pb.cu_seqlens = packed->cu_seqlens.data();
+            pb.documents = index_t(packed->cu_seqlens.size()) - 1;
+        }
         return pb;
     }
 
     static constexpr bool backend_saves = execution_backend_traits<Backend>::saves_forward_state;
+    static constexpr bool backend_packs = execution_backend_traits<Backend>::packs_sequences;
 
     /// Fingerprint of Ω and b (a saved state is valid for these parameters only).
     std::uint64_t params_fingerprint() const {
@@ -420,31 +476,35 @@ private:
 
     template <std::size_t R>
     xt::xtensor<T, R> forward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                              bool causal, key_lengths lengths, bool has_lengths = false,
-                              saved_state* keep = nullptr) const {
-        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths);
+                              bool causal, key_lengths lengths, bool has_lengths = false, saved_state* keep = nullptr,
+                              const packed_sequences* packed = nullptr) const {
+        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths, packed);
         auto shape = q.shape();
         shape[R - 1] = v.shape()[R - 1];
         xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(shape);
-        if (!keep) {
+        if (keep) keep->clear();
+        if (packed && !backend_packs) {  // one document at a time (detail/packed.hpp)
+            detail::per_document_forward<Backend>(pb, packed->cu_seqlens, out.data());
+        } else if (keep && !packed) {
+            if constexpr (backend_saves)
+                Backend::template forward<Map>(pb, out.data(), keep->backend_);
+            else
+                Backend::template forward<Map>(pb, out.data());
+        } else {
             Backend::template forward<Map>(pb, out.data());
-            return out;
         }
-        keep->clear();
-        if constexpr (backend_saves)
-            Backend::template forward<Map>(pb, out.data(), keep->backend_);
-        else
-            Backend::template forward<Map>(pb, out.data());
-        keep->record(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, params_fingerprint());
+        if (keep)
+            keep->record(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, packed, params_fingerprint());
         return out;
     }
 
     template <std::size_t R>
     gradients<R> run_backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
                               const xt::xtensor<T, R>& dout, bool causal, key_lengths lengths, bool has_lengths = false,
-                              const saved_state* saved = nullptr) const {
-        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths);
-        if (saved) saved->check(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, params_fingerprint());
+                              const saved_state* saved = nullptr, const packed_sequences* packed = nullptr) const {
+        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths, packed);
+        if (saved)
+            saved->check(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, packed, params_fingerprint());
         auto oshape = q.shape();
         oshape[R - 1] = v.shape()[R - 1];
         detail::require(std::equal(oshape.begin(), oshape.end(), dout.shape().begin()), "dout",
@@ -459,8 +519,12 @@ private:
         backends::attention_gradients<T> gv{dout.data(),      g.dq.data(),
                                             g.dk.data(),      g.dv.data(),
                                             g.d_omega.data(), map_traits::uses_bias ? g.d_bias.data() : nullptr};
+        if (packed && !backend_packs) {
+            detail::per_document_backward<Backend>(pb, packed->cu_seqlens, gv);
+            return g;
+        }
         if constexpr (backend_saves) {
-            if (saved) {
+            if (saved && !packed) {
                 Backend::template backward<Map>(pb, gv, saved->backend_);
                 return g;
             }

@@ -16,7 +16,9 @@
 // shapes, that the options (causal, key lengths) and the operator's Ω and b are those of
 // that call, and (simd) that k and v hold the same values — a fingerprint computed while
 // the keys are in cache for the forward's and the backward's own work. Any mismatch is a
-// kattn::error naming `saved`; so is a state no forward filled.
+// kattn::error naming `saved`; so is a state no forward filled. A call with packed documents
+// keeps no key states (one per head and document would grow with the documents): its
+// backward recomputes them, and the state only checks that the call matches.
 #pragma once
 
 #include <algorithm>
@@ -39,7 +41,7 @@ public:
     /// True until a forward call fills the state (and after clear()).
     bool empty() const { return !filled_; }
     /// Bytes held (the backend's states and the recorded key lengths).
-    std::size_t bytes() const { return backend_.bytes() + lengths_.capacity() * sizeof(index_t); }
+    std::size_t bytes() const { return backend_.bytes() + (lengths_.capacity() + cu_.capacity()) * sizeof(index_t); }
     /// Releases the state's memory; the next backward needs a new forward.
     void clear() { *this = saved_state{}; }
 
@@ -50,11 +52,13 @@ private:
     /// What the forward call was made with (after the backend filled backend_).
     template <class Shape>
     void record(const Shape& q, const Shape& k, const Shape& v, bool causal, key_lengths lengths, bool has_lengths,
-                std::uint64_t params) {
+                const packed_sequences* packed, std::uint64_t params) {
         q_shape_.assign(q.begin(), q.end());
         k_shape_.assign(k.begin(), k.end());
         v_shape_.assign(v.begin(), v.end());
         lengths_.assign(lengths.begin(), lengths.end());
+        packed_ = packed != nullptr;
+        if (packed) cu_.assign(packed->cu_seqlens.begin(), packed->cu_seqlens.end());
         causal_ = causal;
         has_lengths_ = has_lengths;
         params_ = params;
@@ -64,7 +68,7 @@ private:
     /// Throws unless this state came from a forward call with these arguments.
     template <class Shape>
     void check(const Shape& q, const Shape& k, const Shape& v, bool causal, key_lengths lengths, bool has_lengths,
-               std::uint64_t params) const {
+               const packed_sequences* packed, std::uint64_t params) const {
         detail::require(filled_, "saved", "the state of a forward call (attn(q, k, v, ..., saved))",
                         std::string("an empty state"));
         const auto same = [](const std::vector<std::size_t>& a, const Shape& b) {
@@ -75,12 +79,17 @@ private:
                             ", v " + detail::shape_text(v),
                         "q " + detail::shape_text(q_shape_) + ", k " + detail::shape_text(k_shape_) + ", v " +
                             detail::shape_text(v_shape_));
-        const auto mode = [](bool c, bool l) {
-            return std::string(c ? "causal" : "non-causal") + (l ? " with key lengths" : "");
+        const auto mode = [](bool c, bool l, bool p) {
+            return std::string(c ? "causal" : "non-causal") + (l ? " with key lengths" : "") +
+                   (p ? " with packed documents" : "");
         };
-        detail::require(causal_ == causal && has_lengths_ == has_lengths, "saved",
-                        "a state of a " + mode(causal, has_lengths) + " forward call",
-                        "one of a " + mode(causal_, has_lengths_) + " call");
+        const bool is_packed = packed != nullptr;
+        detail::require(causal_ == causal && has_lengths_ == has_lengths && packed_ == is_packed, "saved",
+                        "a state of a " + mode(causal, has_lengths, is_packed) + " forward call",
+                        "one of a " + mode(causal_, has_lengths_, packed_) + " call");
+        detail::require(
+            !packed || std::equal(cu_.begin(), cu_.end(), packed->cu_seqlens.begin(), packed->cu_seqlens.end()),
+            "saved", "a state of a forward call with these packed documents", std::string("one with other cu_seqlens"));
         detail::require(!has_lengths || std::equal(lengths_.begin(), lengths_.end(), lengths.begin(), lengths.end()),
                         "saved", "a state of a forward call with these key lengths",
                         std::string("one with other key lengths"));
@@ -90,9 +99,9 @@ private:
 
     backends::forward_state<T> backend_;
     std::vector<std::size_t> q_shape_, k_shape_, v_shape_;
-    std::vector<index_t> lengths_;
-    std::uint64_t params_ = 0;  ///< fingerprint of Ω and b at the forward call
-    bool causal_ = false, has_lengths_ = false, filled_ = false;
+    std::vector<index_t> lengths_, cu_;  ///< key lengths; packed documents' offsets
+    std::uint64_t params_ = 0;           ///< fingerprint of Ω and b at the forward call
+    bool causal_ = false, has_lengths_ = false, packed_ = false, filled_ = false;
 };
 
 }  // namespace kattn

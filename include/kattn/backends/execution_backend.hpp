@@ -13,6 +13,9 @@
 //            the backend can run one slice of a sequence split over processes (kattn/dist)
 //   saves_forward_state  true when forward also fills, and backward also reads, a
 //            forward_state (forward_state.hpp): the backward skips work the forward did
+//   packs_sequences  true when forward and backward take packed documents
+//            (attention_problem::cu_seqlens); otherwise operators run such a call one
+//            document at a time. A backend opts in with `static constexpr bool packs_sequences = true;`
 // A backend may forward a primitive to another one (simd's step calls reference's);
 // it says so explicitly, never by inheritance. Writing a backend: docs/backends.md.
 #pragma once
@@ -90,6 +93,11 @@ concept backend_saves_forward_state = requires(const backends::attention_problem
     B::template backward<backend_probe_map>(pd, gd, std::as_const(sd));
 };
 
+template <class B>
+concept backend_packs_sequences = requires {
+    requires B::packs_sequences;
+};
+
 }  // namespace detail
 
 /// An execution backend: `name` and the four primitives, for float and double.
@@ -123,6 +131,8 @@ struct execution_backend_traits {
     static constexpr bool splits_sequences = detail::backend_splits_sequences<B>;
     /// Whether forward keeps, and backward reads, a forward_state (forward_state.hpp).
     static constexpr bool saves_forward_state = detail::backend_saves_forward_state<B>;
+    /// Whether forward and backward take packed documents (attention_problem::cu_seqlens).
+    static constexpr bool packs_sequences = detail::backend_packs_sequences<B>;
 };
 
 }  // namespace kattn

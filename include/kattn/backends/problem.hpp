@@ -50,6 +50,12 @@ struct attention_problem {
     /// Memory a backend may keep between backward passes instead of recomputing (simd:
     /// the causal tiles' features and scores); results must not depend on it.
     std::size_t backward_cache_bytes = 0;
+    /// Packed documents (only for a backend whose execution_backend_traits::packs_sequences
+    /// is true; nullptr otherwise): `documents` + 1 offsets {0, …, q_len}, strictly
+    /// increasing; q_len == k_len, no key_lengths. Document i is rows [cu_i, cu_{i+1}) of
+    /// every head, and attention never crosses a document boundary.
+    const index_t* cu_seqlens = nullptr;
+    index_t documents = 0;
 
     KATTN_HD index_t valid_keys(index_t p) const { return key_lengths ? key_lengths[p / heads] : k_len; }
 };

@@ -18,12 +18,12 @@
 // SSE2 for a plain x86-64 build).
 // `step` (recurrent decoding) forwards to the reference backend: one token at a time has
 // nothing to tile. forward/backward also take a forward_state (saves_forward_state): the
-// forward's key states carried to the backward.
+// forward's key states carried to the backward; and packed documents (packs_sequences,
+// simd/packed.hpp).
 #pragma once
 
-#include "simd/linear_backward.hpp"  // first: brings in xsimd with GCC PR 105593 warnings silenced
+#include "simd/passes.hpp"  // first: brings in xsimd with GCC PR 105593 warnings silenced
 #include "simd/dispatch.hpp"
-#include "simd/linear_forward.hpp"
 #include "reference.hpp"
 
 #include <cstddef>
@@ -69,6 +69,8 @@ namespace kattn::backends {
 
 struct simd {
     static constexpr const char* name = "simd";
+    /// forward/backward take packed documents (attention_problem::cu_seqlens; simd/packed.hpp).
+    static constexpr bool packs_sequences = true;
     using arch = xsimd::default_arch;
     using row_ops = detail::simd_ops<arch>;
     using gemm = detail::simd_dispatch_gemm<arch>;
@@ -103,13 +105,13 @@ struct simd {
     template <class Map, class T>
     static void forward(const backends::attention_problem<Map, T>& pb, T* out) {
         if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().forward(pb, out);
-        detail::simd_impl::linear_forward<Map, T, arch>(pb, out);
+        detail::simd_impl::run_forward<Map, T, arch>(pb, out);
     }
 
     template <class Map, class T>
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g) {
         if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().backward(pb, g);
-        detail::simd_impl::linear_backward<Map, T, arch>(pb, g);
+        detail::simd_impl::run_backward<Map, T, arch>(pb, g);
     }
 
     /// A slice of a split sequence (backends/split.hpp): the slice's states are exchanged
@@ -117,13 +119,13 @@ struct simd {
     template <class Map, class T>
     static void forward(const backends::attention_problem<Map, T>& pb, T* out, const backends::slice_link<T>& link) {
         if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().forward_link(pb, out, link);
-        detail::simd_impl::linear_forward<Map, T, arch>(pb, out, &link);
+        detail::simd_impl::run_forward<Map, T, arch>(pb, out, &link);
     }
     template <class Map, class T>
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
                          const backends::slice_link<T>& link) {
         if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().backward_link(pb, g, link);
-        detail::simd_impl::linear_backward<Map, T, arch>(pb, g, &link);
+        detail::simd_impl::run_backward<Map, T, arch>(pb, g, &link);
     }
 
     /// Forward that keeps what the backward needs (backends/forward_state.hpp): the heads'
@@ -132,13 +134,13 @@ struct simd {
     template <class Map, class T>
     static void forward(const backends::attention_problem<Map, T>& pb, T* out, backends::forward_state<T>& keep) {
         if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().forward_keep(pb, out, keep);
-        detail::simd_impl::linear_forward<Map, T, arch>(pb, out, nullptr, &keep);
+        detail::simd_impl::run_forward<Map, T, arch>(pb, out, nullptr, &keep);
     }
     template <class Map, class T>
     static void backward(const backends::attention_problem<Map, T>& pb, const backends::attention_gradients<T>& g,
                          const backends::forward_state<T>& saved) {
         if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().backward_saved(pb, g, saved);
-        detail::simd_impl::linear_backward<Map, T, arch>(pb, g, nullptr, &saved);
+        detail::simd_impl::run_backward<Map, T, arch>(pb, g, nullptr, &saved);
     }
 
     /// Bytes of backward cache the calling thread keeps for its next backward call

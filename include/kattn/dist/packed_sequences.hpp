@@ -22,14 +22,15 @@
 
 #include "../core/config.hpp"
 #include "../core/error.hpp"
+#include "../attention/detail/packed.hpp"
+#include "../attention/options.hpp"
 
 namespace kattn::dist {
 
 /// Document boundaries of a packed sequence: cu_seqlens = {0, c_1, …, L} (strictly
-/// increasing; L the whole sequence's length), global and equal on every rank.
-struct packed_sequences {
-    std::span<const index_t> cu_seqlens;
-};
+/// increasing; L the whole sequence's length), global and equal on every rank. The same
+/// type as the single-process operators' kattn::packed_sequences (attention/options.hpp).
+using kattn::packed_sequences;
 
 namespace detail {
 
@@ -66,15 +67,7 @@ inline std::int64_t digest(std::span<const index_t> cu) {
 
 /// Checks the boundaries against the whole length `total`.
 inline void check_boundaries(std::span<const index_t> cu, index_t total) {
-    kattn::detail::require(cu.size() >= 2, "packed_sequences.cu_seqlens",
-                           "at least two offsets {0, …, " + std::to_string(total) + "}", cu.size());
-    kattn::detail::require(cu.front() == 0, "packed_sequences.cu_seqlens", "a first offset of 0", cu.front());
-    kattn::detail::require(cu.back() == total, "packed_sequences.cu_seqlens",
-                           "a last offset equal to the whole sequence's length " + std::to_string(total), cu.back());
-    for (std::size_t i = 1; i < cu.size(); ++i)
-        kattn::detail::require(
-            cu[i] > cu[i - 1], "packed_sequences.cu_seqlens", "strictly increasing offsets",
-            std::to_string(cu[i]) + " after " + std::to_string(cu[i - 1]) + " at index " + std::to_string(i));
+    kattn::detail::check_packed_offsets(cu, total);
 }
 
 /// The document holding global token `pos` (cu checked).

@@ -75,9 +75,10 @@ inline constexpr bool covered = contains<Map, covered_maps>::value &&
 
 /// One instruction set's kernels (what the library's entry points return).
 struct kernel_table {
-    std::size_t layout = 0;  ///< sizeof(kernel_table) in the library; checked against the header's
-    int version = 0;         ///< KATTN_VERSION_MAJOR·10000 + MINOR·100 + PATCH of the library
-    const char* arch = "";   ///< xsimd's name of the architecture ("avx512bw", "fma3+avx2")
+    std::size_t layout = 0;          ///< sizeof(kernel_table) in the library; checked against the header's
+    int version = 0;                 ///< KATTN_VERSION_MAJOR·10000 + MINOR·100 + PATCH of the library
+    std::size_t problem_layout = 0;  ///< the library's problem_layout (the contract's structs)
+    const char* arch = "";           ///< xsimd's name of the architecture ("avx512bw", "fma3+avx2")
     typename maps_table<float, covered_maps>::type maps_f;
     typename maps_table<double, covered_maps>::type maps_d;
     gemm_kernel<float> gemm_f = nullptr;
@@ -101,6 +102,11 @@ struct kernel_table {
     }
 };
 
+/// A digest of the contract structs' layout the kernels read (problem.hpp, forward_state.hpp).
+inline constexpr std::size_t problem_layout = sizeof(attention_problem<features::favor, double>) * 1000000 +
+                                              sizeof(attention_gradients<double>) * 1000 +
+                                              sizeof(forward_state<double>);
+
 inline constexpr int library_version = KATTN_VERSION_MAJOR * 10000 + KATTN_VERSION_MINOR * 100 + KATTN_VERSION_PATCH;
 
 }  // namespace kattn::detail::simd_dispatch
@@ -117,7 +123,8 @@ inline const kernel_table* library_table(std::string_view isa) {
     const kernel_table* t = nullptr;
     if (isa == "avx512") t = kattn_simd_kernels_x86_64_v4();
     if (isa == "avx2") t = kattn_simd_kernels_x86_64_v3();
-    if (t && (t->layout != sizeof(kernel_table) || t->version != library_version))
+    if (t &&
+        (t->layout != sizeof(kernel_table) || t->version != library_version || t->problem_layout != problem_layout))
         fail("libkattn_simd",
              "the kernel library of the same kattn version as the headers (" + std::to_string(library_version) + ")",
              "version " + std::to_string(t->version));

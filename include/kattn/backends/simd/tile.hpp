@@ -49,6 +49,15 @@ struct key_state {
 
     key_state(index_t F, index_t dv)
         : S(sz(F * dv), T(0)), z(sz(F), T(0)), Sd(compensated ? sz(F * dv) : 0), zd(compensated ? sz(F) : 0) {}
+    /// Back to the empty state (keeps the storage).
+    void clear() {
+        std::fill(S.begin(), S.end(), T(0));
+        std::fill(z.begin(), z.end(), T(0));
+        std::fill(Sd.begin(), Sd.end(), 0.0);
+        std::fill(zd.begin(), zd.end(), 0.0);
+        C = 0;
+        empty = true;
+    }
 
     void rescale(T r) {
         if constexpr (compensated) {
