@@ -81,8 +81,10 @@
 namespace {
 
 using clock_type = std::chrono::steady_clock;
+using kattn_bench::cpu_model;
 using kattn_bench::proc_status_bytes;
 using kattn_bench::reset_peak_rss;
+using kattn_bench::utc_now;
 using tensor4 = xt::xtensor<float, 4>;
 
 // ------------------------------------------------------------------ options / records
@@ -126,17 +128,6 @@ long process_peak_rss_bytes() {
     return long(ru.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-std::string cpu_model() {
-    std::ifstream f("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("model name", 0) == 0) {
-            const auto c = line.find(':');
-            if (c != std::string::npos) return line.substr(line.find_first_not_of(" \t", c + 1));
-        }
-    return "unknown";
-}
-
 std::string cpu_flags_summary() {
     std::ifstream f("/proc/cpuinfo");
     std::string line;
@@ -149,13 +140,6 @@ std::string cpu_flags_summary() {
             return out;
         }
     return "";
-}
-
-std::string utc_now() {
-    const std::time_t t = std::time(nullptr);
-    char buf[64];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return buf;
 }
 
 std::string compiler() {

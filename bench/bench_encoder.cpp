@@ -81,7 +81,9 @@
 namespace {
 
 using kattn::index_t;
+using kattn_bench::cpu_model;
 using kattn_bench::proc_status_bytes;
+using kattn_bench::utc_now;
 namespace nn = kattn::nn;
 using clock_type = std::chrono::steady_clock;
 
@@ -291,24 +293,6 @@ std::vector<std::string> split(const std::string& s) {
     while (std::getline(ss, item, ','))
         if (!item.empty()) out.push_back(item);
     return out;
-}
-
-std::string cpu_model() {
-    std::ifstream f("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(f, line))
-        if (line.rfind("model name", 0) == 0) {
-            const auto c = line.find(':');
-            if (c != std::string::npos) return line.substr(line.find_first_not_of(" \t", c + 1));
-        }
-    return "unknown";
-}
-
-std::string utc_now() {
-    char buf[32];
-    const std::time_t t = std::time(nullptr);
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return buf;
 }
 
 }  // namespace

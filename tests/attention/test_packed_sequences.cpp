@@ -155,6 +155,27 @@ TEST_CASE("packed documents: saved state, and bad offsets name cu_seqlens") {
     CHECK(kt::contains(kt::error_text([&] { a.backward(q, k, v, G, kattn::causal, s); }),
                        "causal with packed documents call"));
     CHECK(kt::contains(kt::error_text([&] { a.backward(q, k, v, G, docs, s); }), "non-causal with packed documents"));
+    // Non-causal: the forward keeps a key state per head and document; the backward's
+    // gradients are the same bits, and a changed key is caught.
+    state_t sn;
+    CHECK(a(q, k, v, docs, sn) == a(q, k, v, docs));
+    CHECK(sn.bytes() > 4 * (16 * 6) * sizeof(float));  // 2 heads x 2 documents
+    const auto gn = a.backward(q, k, v, G, docs, sn), gp = a.backward(q, k, v, G, docs);
+    CHECK(gn.dq == gp.dq);
+    CHECK(gn.dk == gp.dk);
+    CHECK(gn.dv == gp.dv);
+    CHECK(gn.d_omega == gp.d_omega);
+    auto k2 = k;
+    k2(0, 1, 33, 2) += 0.25f;
+    CHECK(kt::contains(kt::error_text([&] { a.backward(q, k2, v, G, docs, sn); }), "k or v changed"));
+    // Over the cache budget the forward keeps nothing and the backward recomputes.
+    auto cfg = a.config();
+    cfg.backward_cache_bytes = 100;
+    const attn<features::favor, float, backends::simd> small(cfg);
+    state_t s0;
+    (void)small(q, k, v, docs, s0);
+    CHECK(s0.bytes() < 1000);
+    CHECK(small.backward(q, k, v, G, docs, s0).dq == gp.dq);
 
     const auto bad = [&](std::vector<index_t> c, const char* what) {
         INFO("offsets: ", c.size());

@@ -485,7 +485,7 @@ private:
         if (keep) keep->clear();
         if (packed && !backend_packs) {  // one document at a time (detail/packed.hpp)
             detail::per_document_forward<Backend>(pb, packed->cu_seqlens, out.data());
-        } else if (keep && !packed) {
+        } else if (keep) {
             if constexpr (backend_saves)
                 Backend::template forward<Map>(pb, out.data(), keep->backend_);
             else
@@ -524,7 +524,7 @@ private:
             return g;
         }
         if constexpr (backend_saves) {
-            if (saved && !packed) {
+            if (saved) {
                 Backend::template backward<Map>(pb, gv, saved->backend_);
                 return g;
             }

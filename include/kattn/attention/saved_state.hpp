@@ -16,9 +16,9 @@
 // shapes, that the options (causal, key lengths) and the operator's Ω and b are those of
 // that call, and (simd) that k and v hold the same values — a fingerprint computed while
 // the keys are in cache for the forward's and the backward's own work. Any mismatch is a
-// kattn::error naming `saved`; so is a state no forward filled. A call with packed documents
-// keeps no key states (one per head and document would grow with the documents): its
-// backward recomputes them, and the state only checks that the call matches.
+// kattn::error naming `saved`; so is a state no forward filled. A non-causal call with packed
+// documents keeps one key state per head and document while they fit the operator's
+// backward_cache_bytes, and none beyond (its backward then recomputes them).
 #pragma once
 
 #include <algorithm>

@@ -331,6 +331,17 @@ inline void check_saved_inputs(std::uint64_t kept, const std::vector<std::uint64
             std::string("a state from other inputs (k or v changed since that forward pass)"));
 }
 
+/// Throws unless `saved` holds `items` key states of F × d_v kept by a forward pass.
+template <class T>
+void check_saved_extents(const forward_state<T>& saved, index_t items, index_t F, index_t dv) {
+    require(saved.kept && saved.count == items && saved.features == F && saved.value_dim == dv, "saved",
+            "a state kept by the forward pass of this problem (" + std::to_string(items) + " key states of " +
+                std::to_string(F) + " x " + std::to_string(dv) + ")",
+            saved.kept ? std::to_string(saved.count) + " key states of " + std::to_string(saved.features) + " x " +
+                             std::to_string(saved.value_dim)
+                       : std::string("an empty state"));
+}
+
 /// The backward pass. With `saved` (filled by linear_forward(…, keep) on the same problem)
 /// the key states come from it instead of a pass over the keys; the gradients are the same
 /// bits either way.
@@ -345,13 +356,7 @@ void linear_backward(const attention_problem<Map, T>& pb, const attention_gradie
     const std::size_t n_items = static_cast<std::size_t>(items);
     std::vector<pgrads> qpart(n_items, pgrads{sp}), kpart(n_items, pgrads{sp});
     auto seg = [&](index_t len, index_t s) { return split_point(len, nseg, s); };
-    if (saved)
-        require(saved->kept && saved->count == items && saved->features == F && saved->value_dim == dv, "saved",
-                "a state kept by the forward pass of this problem (" + std::to_string(items) + " key states of " +
-                    std::to_string(F) + " x " + std::to_string(dv) + ")",
-                saved->kept ? std::to_string(saved->count) + " key states of " + std::to_string(saved->features) +
-                                  " x " + std::to_string(saved->value_dim)
-                            : std::string("an empty state"));
+    if (saved) check_saved_extents(*saved, items, F, dv);
     std::vector<std::uint64_t> seen(saved ? n_items : 0, 0);
 
     if (!pb.causal) {

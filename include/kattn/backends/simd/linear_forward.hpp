@@ -31,29 +31,64 @@ void fingerprint_keys(const attention_problem<Map, T>& pb, index_t p, index_t j,
            rows_fingerprint(pb.v + (p * pb.k_len + j) * pb.dv, n, pb.dv, row, 2);
 }
 
+/// Sizes `out` for `count` key states of F × d_v (one forward call's; not yet kept).
+template <class T>
+void reserve_states(forward_state<T>& out, index_t count, index_t F, index_t dv) {
+    out.clear();
+    out.count = count;
+    out.features = F;
+    out.value_dim = dv;
+    out.values.resize(sz(count) * sz(F * dv + F + 1));
+    out.flags.resize(sz(count));
+    if constexpr (key_state<T>::compensated) out.totals.resize(sz(count) * sz(F * dv + F));
+}
+
+/// Bytes reserve_states takes for `count` states of F × d_v (saturating).
+template <class T>
+std::size_t state_bytes(index_t count, index_t F, index_t dv) {
+    const double per =
+        double(F * dv + F + 1) * sizeof(T) + (key_state<T>::compensated ? double(F * dv + F) * sizeof(double) : 0.0);
+    const double all = per * double(count);
+    return all >= 9e18 ? std::size_t(-1) : std::size_t(all);
+}
+
+/// Writes key state i of a reserved forward_state, bit for bit.
+template <class T>
+void store_state(forward_state<T>& out, std::size_t i, const key_state<T>& st) {
+    const index_t F = out.features, dv = out.value_dim;
+    T* v = out.values.data() + i * sz(F * dv + F + 1);
+    std::copy(st.S.begin(), st.S.end(), v);
+    std::copy(st.z.begin(), st.z.end(), v + F * dv);
+    v[F * dv + F] = st.C;
+    out.flags[i] = st.empty ? 0 : 1;
+    if constexpr (key_state<T>::compensated) {
+        double* t = out.totals.data() + i * sz(F * dv + F);
+        std::copy(st.Sd.begin(), st.Sd.end(), t);
+        std::copy(st.zd.begin(), st.zd.end(), t + F * dv);
+    }
+}
+
+/// Reads key state i (as store_state wrote it) into st (of the state's extents).
+template <class T>
+void load_state(const forward_state<T>& in, std::size_t i, key_state<T>& st) {
+    const index_t F = in.features, dv = in.value_dim;
+    const T* v = in.values.data() + i * sz(F * dv + F + 1);
+    std::copy_n(v, F * dv, st.S.begin());
+    std::copy_n(v + F * dv, F, st.z.begin());
+    st.C = v[F * dv + F];
+    st.empty = in.flags[i] == 0;
+    if constexpr (key_state<T>::compensated) {
+        const double* t = in.totals.data() + i * sz(F * dv + F);
+        std::copy_n(t, F * dv, st.Sd.begin());
+        std::copy_n(t + F * dv, F, st.zd.begin());
+    }
+}
+
 /// Copies key states into a forward_state (S, z, C and, for fp32, the double totals).
 template <class T>
 void keep_states(const std::vector<key_state<T>>& st, index_t F, index_t dv, std::uint64_t fp, forward_state<T>& out) {
-    out.clear();
-    out.count = index_t(st.size());
-    out.features = F;
-    out.value_dim = dv;
-    const std::size_t per = sz(F * dv + F + 1);
-    out.values.resize(st.size() * per);
-    out.flags.resize(st.size());
-    if constexpr (key_state<T>::compensated) out.totals.resize(st.size() * sz(F * dv + F));
-    for (std::size_t i = 0; i < st.size(); ++i) {
-        T* v = out.values.data() + i * per;
-        std::copy(st[i].S.begin(), st[i].S.end(), v);
-        std::copy(st[i].z.begin(), st[i].z.end(), v + F * dv);
-        v[F * dv + F] = st[i].C;
-        out.flags[i] = st[i].empty ? 0 : 1;
-        if constexpr (key_state<T>::compensated) {
-            double* t = out.totals.data() + i * sz(F * dv + F);
-            std::copy(st[i].Sd.begin(), st[i].Sd.end(), t);
-            std::copy(st[i].zd.begin(), st[i].zd.end(), t + F * dv);
-        }
-    }
+    reserve_states(out, index_t(st.size()), F, dv);
+    for (std::size_t i = 0; i < st.size(); ++i) store_state(out, i, st[i]);
     out.inputs = fp;
     out.kept = true;
 }
@@ -61,21 +96,8 @@ void keep_states(const std::vector<key_state<T>>& st, index_t F, index_t dv, std
 /// The key states a forward_state holds, bit for bit as keep_states saw them.
 template <class T>
 std::vector<key_state<T>> restore_states(const forward_state<T>& in) {
-    const index_t F = in.features, dv = in.value_dim;
-    const std::size_t per = sz(F * dv + F + 1);
-    std::vector<key_state<T>> st(sz(in.count), key_state<T>(F, dv));
-    for (std::size_t i = 0; i < st.size(); ++i) {
-        const T* v = in.values.data() + i * per;
-        std::copy_n(v, F * dv, st[i].S.begin());
-        std::copy_n(v + F * dv, F, st[i].z.begin());
-        st[i].C = v[F * dv + F];
-        st[i].empty = in.flags[i] == 0;
-        if constexpr (key_state<T>::compensated) {
-            const double* t = in.totals.data() + i * sz(F * dv + F);
-            std::copy_n(t, F * dv, st[i].Sd.begin());
-            std::copy_n(t + F * dv, F, st[i].zd.begin());
-        }
-    }
+    std::vector<key_state<T>> st(sz(in.count), key_state<T>(in.features, in.value_dim));
+    for (std::size_t i = 0; i < st.size(); ++i) load_state(in, i, st[i]);
     return st;
 }
 

@@ -4,7 +4,7 @@
 // has cu_seqlens, the unpacked passes (linear_forward.hpp, linear_backward.hpp) otherwise.
 // backends::simd and the kernel library (src/simd_kernels.cpp) both call these, so a
 // dispatched program and a header-only one run the same code. A packed problem takes no
-// slice link and keeps no forward_state (the operators never ask for either).
+// slice link (kattn::dist runs its documents' edges unpacked).
 #pragma once
 
 #include "../../core/error.hpp"
@@ -16,18 +16,16 @@ template <class Map, class T, class Arch>
 void run_forward(const attention_problem<Map, T>& pb, T* out, const slice_link<T>* link = nullptr,
                  forward_state<T>* keep = nullptr) {
     if (!pb.cu_seqlens) return linear_forward<Map, T, Arch>(pb, out, link, keep);
-    require(!link && !keep, "cu_seqlens", "a packed problem without a slice link or a kept state",
-            std::string(link ? "a slice link" : "a forward_state to fill"));
-    packed_forward<Map, T, Arch>(pb, out);
+    require(!link, "cu_seqlens", "a packed problem without a slice link", std::string("a slice link"));
+    packed_forward<Map, T, Arch>(pb, out, keep);
 }
 
 template <class Map, class T, class Arch>
 void run_backward(const attention_problem<Map, T>& pb, const attention_gradients<T>& g,
                   const slice_link<T>* link = nullptr, const forward_state<T>* saved = nullptr) {
     if (!pb.cu_seqlens) return linear_backward<Map, T, Arch>(pb, g, link, saved);
-    require(!link && !saved, "cu_seqlens", "a packed problem without a slice link or a saved state",
-            std::string(link ? "a slice link" : "a saved forward_state"));
-    packed_backward<Map, T, Arch>(pb, g);
+    require(!link, "cu_seqlens", "a packed problem without a slice link", std::string("a slice link"));
+    packed_backward<Map, T, Arch>(pb, g, saved);
 }
 
 }  // namespace kattn::detail::simd_impl
