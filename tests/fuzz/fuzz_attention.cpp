@@ -1,14 +1,15 @@
 // libFuzzer target: the attention operators at the API level. The input decodes into an
 // operator (kattn::linear_attention with map favor, elu or trig on backends reference or simd,
 // in float or double; or kattn::softmax_attention in float or double), small shapes, options
-// (causal, key lengths, check_finite, eps, input_scale, temperature, sigma, softmax scale,
-// mismatched shapes) and values (small, ±1e5-scale, denormal, ±0, NaN, ±Inf). It runs forward
+// (causal, key lengths, packed documents with valid or wild offsets, check_finite, eps,
+// input_scale, temperature, sigma, softmax scale, mismatched shapes) and values (small, ±1e5-scale, denormal, ±0, NaN, ±Inf). It runs forward
 // and backward in the decoded mode and, for linear attention, recurrent step() over the tokens
 // and the saved-state forms (forward keeping a saved_state, backward reading it).
 // Asserts: every call throws kattn::error or returns; when the inputs were finite, what it
 // returns is all finite; with check_finite on, non-finite inputs are rejected (kattn::error);
 // the saved-state forms return the plain forms' bits (or throw where they throw).
 // Any other exception or a crash is a finding.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -93,11 +94,12 @@ void require_finite(const C& x, const char* what) {
 /// The decoded problem (everything but the values).
 struct problem {
     std::size_t B, H, Lq, Lk, d, dv, m;
-    bool causal, has_lengths, check_finite, step;
+    bool causal, has_lengths, check_finite, step, packed;
     int mismatch;  // 0 none, 1 k's dim d + 1, 2 v one key longer, 3 dout one column wider
     std::uint64_t seed;
     int eps, input_scale, temperature, sigma, scale, head_dim;
     std::vector<index_t> lengths;
+    std::vector<index_t> cu;  ///< packed documents' offsets (linear attention only)
 };
 
 problem decode(input& in) {
@@ -123,6 +125,24 @@ problem decode(input& in) {
     p.temperature = (b6 >> 2) % 4;
     p.sigma = (b6 >> 4) % 4;
     for (std::size_t b = 0; b < p.B; ++b) p.lengths.push_back(index_t(in.u8() % (p.Lk + 2)));  // 0, Lk + 1: invalid
+    // Packed documents (no key lengths): usually a valid cu_seqlens on [1, H, Lq, d] (cut
+    // points sorted, made unique, Lq appended), sometimes raw offsets and shapes as decoded.
+    p.packed = ((b6 >> 6) & 1) && !p.has_lengths;
+    if (p.packed) {
+        const std::uint8_t c = in.u8();
+        const bool wild = (c >> 7) & 1;
+        const std::size_t cuts = c % 4;
+        p.cu.push_back(0);
+        for (std::size_t i = 0; i < cuts; ++i) p.cu.push_back(index_t(in.u8() % (p.Lq + 2)));
+        if (!wild) {
+            p.B = 1;
+            p.Lk = p.Lq;
+            std::erase_if(p.cu, [&](index_t x) { return x >= index_t(p.Lq); });
+            std::sort(p.cu.begin(), p.cu.end());
+            p.cu.erase(std::unique(p.cu.begin(), p.cu.end()), p.cu.end());
+        }
+        if (!wild || (c >> 6) & 1) p.cu.push_back(index_t(p.Lq));
+    }
     return p;
 }
 
@@ -152,6 +172,15 @@ decltype(auto) in_mode(const problem& p, F&& f) {
     if (p.causal) return f(kattn::causal);
     if (p.has_lengths) return f(lengths);
     return f();
+}
+
+/// in_mode for linear attention: also (packed_sequences) and (causal, packed_sequences).
+template <class F>
+decltype(auto) in_linear_mode(const problem& p, F&& f) {
+    const kattn::packed_sequences docs{p.cu};
+    if (p.packed && p.causal) return f(kattn::causal, docs);
+    if (p.packed) return f(docs);
+    return in_mode(p, f);
 }
 
 /// Whether two containers hold the same bits (NaN payloads included).
@@ -197,11 +226,11 @@ void run_linear(input& in, const problem& p) {
 
     checked_call(
         x.finite, p.check_finite, "linear_attention forward",
-        [&] { return in_mode(p, [&](auto... extra) { return (*op)(x.q, x.k, x.v, extra...); }); },
+        [&] { return in_linear_mode(p, [&](auto... extra) { return (*op)(x.q, x.k, x.v, extra...); }); },
         [](const auto& out) { require_finite(out, "linear_attention forward"); });
     checked_call(
         x.finite && x.dout_finite, p.check_finite, "linear_attention backward",
-        [&] { return in_mode(p, [&](auto... extra) { return op->backward(x.q, x.k, x.v, x.dout, extra...); }); },
+        [&] { return in_linear_mode(p, [&](auto... extra) { return op->backward(x.q, x.k, x.v, x.dout, extra...); }); },
         [](const auto& g) {
             require_finite(g.dq, "linear_attention backward dq");
             require_finite(g.dk, "linear_attention backward dk");
@@ -212,10 +241,11 @@ void run_linear(input& in, const problem& p) {
     // The saved-state forms: a kattn::error where the plain forms throw one, their bits otherwise.
     expect_kattn_error([&] {
         typename op_t::saved_state s;
-        const auto out = in_mode(p, [&](auto... extra) { return (*op)(x.q, x.k, x.v, extra..., s); });
-        const auto g = in_mode(p, [&](auto... extra) { return op->backward(x.q, x.k, x.v, x.dout, extra..., s); });
-        const auto out0 = in_mode(p, [&](auto... extra) { return (*op)(x.q, x.k, x.v, extra...); });
-        const auto g0 = in_mode(p, [&](auto... extra) { return op->backward(x.q, x.k, x.v, x.dout, extra...); });
+        const auto out = in_linear_mode(p, [&](auto... extra) { return (*op)(x.q, x.k, x.v, extra..., s); });
+        const auto g =
+            in_linear_mode(p, [&](auto... extra) { return op->backward(x.q, x.k, x.v, x.dout, extra..., s); });
+        const auto out0 = in_linear_mode(p, [&](auto... extra) { return (*op)(x.q, x.k, x.v, extra...); });
+        const auto g0 = in_linear_mode(p, [&](auto... extra) { return op->backward(x.q, x.k, x.v, x.dout, extra...); });
         if (!same_bits(out, out0)) finding("saved state: the forward's output differs from the plain forward's");
         if (!same_bits(g.dq, g0.dq) || !same_bits(g.dk, g0.dk) || !same_bits(g.dv, g0.dv) ||
             !same_bits(g.d_omega, g0.d_omega) || !same_bits(g.d_bias, g0.d_bias))
