@@ -340,10 +340,12 @@ private:
         }
     };
 
-    /// The problem of `rows` within the slice problem `base` (inputs q, k, v gathered).
+    /// The problem of `rows` within the slice problem `base` (inputs q, k, v gathered);
+    /// `cu`, when given, packs documents into the one segment of `rows`.
     backends::attention_problem<Map, T> sub_problem(const backends::attention_problem<Map, T>& base,
                                                     const segment_rows& rows, const std::vector<T>& q,
-                                                    const std::vector<T>& k, const std::vector<T>& v) const {
+                                                    const std::vector<T>& k, const std::vector<T>& v,
+                                                    const std::vector<index_t>* cu) const {
         auto pb = base;
         pb.q = q.data();
         pb.k = k.data();
@@ -351,16 +353,32 @@ private:
         pb.problems = index_t(rows.segs.size()) * base.heads;
         pb.q_len = pb.k_len = rows.len;
         pb.key_lengths = rows.lengths.data();  // the zero padding is never a key
+        if (cu) {
+            pb.key_lengths = nullptr;
+            pb.cu_seqlens = cu->data();
+            pb.documents = index_t(cu->size()) - 1;
+        }
         return pb;
     }
 
-    /// The jobs of a packed slice: the linked edge entries, then each inner document alone.
+    /// The jobs of a packed slice: the linked edge entries, then the inner documents (whole
+    /// documents of this slice alone, consecutive rows): one packed problem on a backend that
+    /// packs_sequences, else each document alone. run(rows, linked, cu or nullptr).
     template <class Run>
     void for_each_job(const detail::packed_plan& plan, const backends::attention_problem<Map, T>& pb, Run run) {
         std::vector<detail::packed_segment> edges{plan.edge(0)};
         if (plan.edges() == 2) edges.push_back(plan.edge(1));
-        run(segment_rows(edges, pb.heads, pb.q_len), true);
-        for (const auto& seg : plan.inner()) run(segment_rows({seg}, pb.heads, pb.q_len), false);
+        run(segment_rows(edges, pb.heads, pb.q_len), true, nullptr);
+        const auto inner = plan.inner();
+        if (inner.empty()) return;
+        if constexpr (execution_backend_traits<Backend>::packs_sequences) {
+            const index_t b = inner.front().begin;
+            std::vector<index_t> cu{0};
+            for (const auto& seg : inner) cu.push_back(seg.begin + seg.length - b);
+            run(segment_rows({{inner.front().doc, b, cu.back()}}, pb.heads, pb.q_len), false, &cu);
+        } else {
+            for (const auto& seg : inner) run(segment_rows({seg}, pb.heads, pb.q_len), false, nullptr);
+        }
     }
 
     template <std::size_t R>
@@ -378,9 +396,9 @@ private:
             return out;
         }
         const index_t d = lp.a.qk_dim, dv = lp.a.v_dim;
-        for_each_job(*lp.plan, lp.pb, [&](const segment_rows& rows, bool linked) {
+        for_each_job(*lp.plan, lp.pb, [&](const segment_rows& rows, bool linked, const std::vector<index_t>* cu) {
             const auto qs = rows.gather(q.data(), d), ks = rows.gather(k.data(), d), vs = rows.gather(v.data(), dv);
-            const auto pb = sub_problem(lp.pb, rows, qs, ks, vs);
+            const auto pb = sub_problem(lp.pb, rows, qs, ks, vs, cu);
             std::vector<T> o(std::size_t(pb.problems * pb.q_len * dv));
             problems_ = pb.problems;
             if (linked)
@@ -414,10 +432,10 @@ private:
             std::fill(g.d_bias.begin(), g.d_bias.end(), T(0));
             const index_t d = lp.a.qk_dim, dv = lp.a.v_dim;
             std::vector<T> dom(g.d_omega.size()), db(g.d_bias.size());
-            for_each_job(*lp.plan, lp.pb, [&](const segment_rows& rows, bool linked) {
+            for_each_job(*lp.plan, lp.pb, [&](const segment_rows& rows, bool linked, const std::vector<index_t>* cu) {
                 const auto qs = rows.gather(q.data(), d), ks = rows.gather(k.data(), d), vs = rows.gather(v.data(), dv),
                            gs = rows.gather(dout.data(), dv);
-                const auto pb = sub_problem(lp.pb, rows, qs, ks, vs);
+                const auto pb = sub_problem(lp.pb, rows, qs, ks, vs, cu);
                 std::vector<T> dq(qs.size()), dk(ks.size()), dvs(vs.size());
                 const backends::attention_gradients<T> gv{gs.data(),  dq.data(),  dk.data(),
                                                           dvs.data(), dom.data(), bias ? db.data() : nullptr};
