@@ -1,5 +1,6 @@
-// tests/dispatch/cases.hpp — every primitive of backends::simd on fixed inputs, for every
-// map of features::all in float and double, and the GEMM policy; each result is appended
+// tests/dispatch/cases.hpp — every primitive of backends::simd on fixed inputs (unpacked,
+// packed documents, with and without kept states and slice links), for every map of
+// features::all in float and double, and the GEMM policy; each result is appended
 // to a list (as doubles, exactly). The dispatch test runs these through the kernel library
 // and compares them bit for bit with the same cases compiled with fixed -march flags
 // (fixed.cpp), the way a program built for one instruction set would run them.
@@ -107,6 +108,19 @@ void run_map(results& r) {
                 backend::forward(pb, out.data(), link);
                 keep(r, out);
                 grads([&](const auto& gr) { backend::backward(pb, gr, link); });
+                if (padded) continue;
+                // Packed documents (one of them longer than a tile), with and without a kept state.
+                const std::vector<index_t> cu{0, 1, 90, 157, L};
+                pb.cu_seqlens = cu.data();
+                pb.documents = 4;
+                pb.heads = P;  // the contract: batch 1
+                backend::forward(pb, out.data());
+                keep(r, out);
+                grads([&](const auto& gr) { backend::backward(pb, gr); });
+                kattn::backends::forward_state<T> sp;
+                backend::forward(pb, out.data(), sp);
+                keep(r, out);
+                grads([&](const auto& gr) { backend::backward(pb, gr, sp); });
             }
 }
 
