@@ -14,8 +14,8 @@ double favor_error(const xt::xtensor<double, 4>& q, const xt::xtensor<double, 4>
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("favor attention converges to softmax attention as m grows", Sampler, samplers::gaussian,
-                   samplers::orthogonal_gaussian) {
+TEST_CASE_TEMPLATE("favor attention converges to softmax attention as m grows" * doctest::test_suite("scale"), Sampler,
+                   samplers::gaussian, samplers::orthogonal_gaussian) {
     const auto q = kt::randn<double, 4>({1, 2, 128, 16}, 21, 0.5);
     const auto k = kt::randn<double, 4>({1, 2, 128, 16}, 22, 0.5);
     const auto v = kt::randn<double, 4>({1, 2, 128, 8}, 23);

@@ -254,8 +254,9 @@ double row_relative(const auto& a, const auto& b) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("simd fp32 causal attention does not drift with L (compensated running state)", Map, features::favor,
-                   features::elu) {
+TEST_CASE_TEMPLATE("simd fp32 causal attention does not drift with L (compensated running state)" *
+                       doctest::test_suite("scale"),
+                   Map, features::favor, features::elu) {
     // L = 2^16 tokens (1024 tiles): plain fp32 prefix sums drift (row-relative error ~L·ε);
     // the compensated state (backends/simd/tile.hpp) does not.
     const std::size_t L = std::size_t(1) << 16, d = 16, dv = 16;

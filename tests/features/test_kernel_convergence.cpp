@@ -172,25 +172,28 @@ double nonstationary_kernel(const double* x, const double* y, std::size_t d, dou
 
 }  // namespace
 
-TEST_CASE("trig with gaussian frequencies converges to the RBF kernel at rate m^-1/2") {
+TEST_CASE("trig with gaussian frequencies converges to the RBF kernel at rate m^-1/2" * doctest::test_suite("scale")) {
     for (double sigma : {1.0, 2.0})
         check_convergence<kf::trig, ks::gaussian>(
             "trig/gaussian", sigma,
             [sigma](const double* x, const double* y, std::size_t d) { return rbf(x, y, d, sigma); });
 }
 
-TEST_CASE("favor converges to exp(x.y) at rate m^-1/2 (gaussian and orthogonal frequencies)") {
+TEST_CASE("favor converges to exp(x.y) at rate m^-1/2 (gaussian and orthogonal frequencies)" *
+          doctest::test_suite("scale")) {
     check_convergence<kf::favor, ks::gaussian>("favor/gaussian", 1.0, softmax_kernel);
     check_convergence<kf::favor, ks::orthogonal_gaussian>("favor/orthogonal_gaussian", 1.0, softmax_kernel);
 }
 
-TEST_CASE("favor_hyperbolic converges to exp(x.y) at rate m^-1/2 (gaussian and orthogonal frequencies)") {
+TEST_CASE("favor_hyperbolic converges to exp(x.y) at rate m^-1/2 (gaussian and orthogonal frequencies)" *
+          doctest::test_suite("scale")) {
     check_convergence<kf::favor_hyperbolic, ks::gaussian>("favor_hyperbolic/gaussian", 1.0, softmax_kernel);
     check_convergence<kf::favor_hyperbolic, ks::orthogonal_gaussian>("favor_hyperbolic/orthogonal_gaussian", 1.0,
                                                                      softmax_kernel);
 }
 
-TEST_CASE("relu converges to the arc-cosine kernel at rate m^-1/2 (gaussian and orthogonal frequencies)") {
+TEST_CASE("relu converges to the arc-cosine kernel at rate m^-1/2 (gaussian and orthogonal frequencies)" *
+          doctest::test_suite("scale")) {
     // The product relu(ωᵀx)·relu(ωᵀy) is heavy-tailed, so 12 seeds give a poor standard
     // error: the rate is checked over m = 64 … 16384, the bias with 400 seeds at m = 64.
     check_convergence<kf::relu, ks::gaussian>("relu/gaussian", 1.0, arccos1_kernel, false);
@@ -203,7 +206,8 @@ TEST_CASE("relu converges to the arc-cosine kernel at rate m^-1/2 (gaussian and 
     CHECK(arccos1_kernel(x, x, 3) == doctest::Approx(0.5 * dot(x, x, 3)).epsilon(1e-14));
 }
 
-TEST_CASE("nonstationary with gaussian pairs converges to the closed-form mixture kernel at rate m^-1/2") {
+TEST_CASE("nonstationary with gaussian pairs converges to the closed-form mixture kernel at rate m^-1/2" *
+          doctest::test_suite("scale")) {
     for (double sigma : {1.0, 2.0})
         check_convergence<kf::nonstationary, ks::gaussian>(
             "nonstationary/gaussian", sigma,

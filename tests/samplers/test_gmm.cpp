@@ -340,7 +340,7 @@ TEST_CASE("gmm: traits and concepts") {
 
 // ---- sampling --------------------------------------------------------------------------------
 
-TEST_CASE("gmm: sample moments and component frequencies match the parameters") {
+TEST_CASE("gmm: sample moments and component frequencies match the parameters" * doctest::test_suite("scale")) {
     SUBCASE("diagonal") { check_moments(diag_spec(), 11); }
     SUBCASE("full") { check_moments(full_spec(), 12); }
     SUBCASE("symmetric diagonal (per-dimension signs: zero mean, zero cross moments)") {

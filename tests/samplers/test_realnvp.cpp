@@ -331,7 +331,8 @@ TEST_CASE("realnvp: reverse-KL gradient (fixed noise) matches central difference
     CHECK(std::abs(f.kl_to(f, 64, 5)) < 1e-12);
 }
 
-TEST_CASE("realnvp: maximum likelihood on a 2-component mixture (D = 4) reaches the true NLL within 0.1 nats") {
+TEST_CASE("realnvp: maximum likelihood on a 2-component mixture (D = 4) reaches the true NLL within 0.1 nats" *
+          doctest::test_suite("scale")) {
     const diag_mixture target = test_mixture();
     const auto train = target.sample(8000, 1);
     const auto held = target.sample(4000, 2);
