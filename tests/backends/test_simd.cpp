@@ -142,6 +142,70 @@ TEST_CASE_TEMPLATE("transpose_simd and gemm_lower match their plain forms", T, f
     }
 }
 
+namespace {
+
+/// gemm<Arch> against a double-precision sum over every row count up to 2·MR + 1 (every
+/// remainder of the register block), column counts around the vector widths (8 and 16
+/// floats) and both layouts of A, plain and accumulating. Returns the results whose columns
+/// are whole vectors on every instruction set, for the bitwise comparison between them.
+template <class Arch, class T>
+std::vector<std::vector<T>> check_gemm_shapes(const char* isa) {
+    constexpr index_t MR = kattn::detail::gemm_block_rows;
+    std::vector<std::vector<T>> results;
+    for (index_t M = 1; M <= 2 * MR + 1; ++M)
+        for (index_t N : {1, 7, 8, 15, 16, 19, 35, 64})
+            for (index_t K : {1, 7, 40})
+                for (bool transposed : {false, true})
+                    for (bool accumulate : {false, true}) {
+                        const auto A = kt::randn<T, 2>({std::size_t(M * K), 1}, std::size_t(M * 131 + K)),
+                                   B = kt::randn<T, 2>({std::size_t(K * N), 1}, std::size_t(N * 17 + K));
+                        const auto C0 = kt::randn<T, 2>({std::size_t(M * N), 1}, 99);
+                        std::vector<T> C(C0.begin(), C0.end());
+                        const index_t a_rs = transposed ? 1 : K, a_cs = transposed ? M : 1;
+                        kattn::detail::gemm<Arch>(M, N, K, A.data(), a_rs, a_cs, B.data(), N, C.data(), N, accumulate);
+                        double worst = 0;
+                        for (index_t i = 0; i < M; ++i)
+                            for (index_t j = 0; j < N; ++j) {
+                                double ref = accumulate ? double(C0(std::size_t(i * N + j), 0)) : 0.0,
+                                       mag = std::abs(ref);
+                                for (index_t k = 0; k < K; ++k) {
+                                    const double p = double(A(std::size_t(i * a_rs + k * a_cs), 0)) *
+                                                     double(B(std::size_t(k * N + j), 0));
+                                    ref += p;
+                                    mag += std::abs(p);
+                                }
+                                worst =
+                                    std::max(worst, std::abs(double(C[std::size_t(i * N + j)]) - ref) / (mag + 1e-300));
+                            }
+                        INFO(isa, ": M = ", M, ", N = ", N, ", K = ", K, ", transposed A = ", transposed,
+                             ", accumulate = ", accumulate);
+                        CHECK(worst <= double(K + 1) * std::numeric_limits<T>::epsilon());
+                        if (N % 16 == 0) results.push_back(std::move(C));
+                    }
+    return results;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("gemm: every register-block remainder, on every instruction set the CPU runs", T, float, double) {
+    // Blocks of 8 rows, then one block of the rows left over; AVX-512 and AVX2 both fuse every
+    // multiply-add in k order, so their bits agree.
+    const auto cpu = xsimd::available_architectures();
+    std::vector<std::vector<T>> avx512, avx2;
+#if XSIMD_WITH_AVX512BW
+    if (cpu.avx512bw) avx512 = check_gemm_shapes<xsimd::avx512bw, T>("avx512");
+#endif
+#if XSIMD_WITH_FMA3_AVX2
+    if (cpu.fma3_avx2) avx2 = check_gemm_shapes<xsimd::fma3<xsimd::avx2>, T>("avx2");
+#endif
+#if XSIMD_WITH_SSE2
+    if (cpu.sse2) (void)check_gemm_shapes<xsimd::sse2, T>("sse2");
+#endif
+    (void)cpu;
+    if (!avx512.empty() && !avx2.empty()) CHECK(avx512 == avx2);
+    (void)check_gemm_shapes<backends::simd::arch, T>("the backend's");
+}
+
 TEST_CASE("simd backward cache: kept per thread within the budget, released on request") {
     backends::simd::release_workspace();
     CHECK(backends::simd::workspace_bytes() == 0);

@@ -5,19 +5,23 @@
 //
 // B and C are row-major; A is addressed through two strides, so Aᵀ·B (a_rs = 1,
 // a_cs = lda) and A·B (a_rs = lda, a_cs = 1) share one kernel. The micro-kernel keeps an
-// 8 × (2 batches) block of C in registers, broadcasting A and streaming rows of B; the
-// k-loop runs in order 0..K−1 for every element, so results are independent of blocking
-// and thread count.
+// 8 × (2 batches) block of C in registers, broadcasting A and streaming rows of B; the rows
+// left below the last whole block get one block of their own height (not one block per row,
+// which would leave the FMA pipes waiting on two accumulators). The k-loop runs in order
+// 0..K−1 for every element, so results are independent of blocking, instruction set (where
+// it fuses multiply-adds) and thread count.
 #pragma once
 
 #include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 #include <algorithm>
+#include <utility>
 
 #include <xsimd/xsimd.hpp>
 
 #include "../core/config.hpp"
 #include "../core/detected.hpp"
+#include "fused.hpp"
 
 namespace kattn::detail {
 
@@ -40,7 +44,7 @@ inline void gemm_block(index_t K, const T* A, index_t a_rs, index_t a_cs, const 
         for (int r = 0; r < MR; ++r) {
             const V x(A[r * a_rs + k * a_cs]);
 #pragma GCC unroll 4
-            for (int h = 0; h < NV; ++h) acc[r][h] = xsimd::fma(x, b[h], acc[r][h]);
+            for (int h = 0; h < NV; ++h) acc[r][h] = fmadd(x, b[h], acc[r][h]);
         }
     }
 #pragma GCC unroll 16
@@ -65,14 +69,32 @@ inline void gemm_scalar(index_t M, index_t N, index_t K, const T* A, index_t a_r
         }
 }
 
-/// Rows [0, M) of one column panel of NV batches: blocks of MR rows, then single rows.
+/// Rows of C in one register block. With AVX2's 16 registers an 8 × 2 block spills three
+/// accumulators, yet on the AMD EPYC (Zen 4) it was measured on neither 6 × 2 nor 5 × 2 was
+/// faster, and with AVX-512's 32 registers neither 12 × 2, 14 × 2 nor 6 × 4
+/// (bench/bench_gemm --rows times the alternatives on another CPU).
+inline constexpr index_t gemm_block_rows = 8;
+
+/// The `rows` (< MR) rows left below the last whole block, as one block of that height.
+template <class Arch, class T, int NV, int... R>
+inline void gemm_block_rest(std::integer_sequence<int, R...>, index_t rows, index_t K, const T* A, index_t a_rs,
+                            index_t a_cs, const T* B, index_t ldb, T* C, index_t ldc, bool accumulate) {
+    (void)((rows == R + 1 ? (gemm_block<Arch, T, R + 1, NV>(K, A, a_rs, a_cs, B, ldb, C, ldc, accumulate), true)
+                          : false) ||
+           ...);
+}
+
+/// Rows [0, M) of one column panel of NV batches: blocks of MR rows, then one block of
+/// the rows left over.
 template <class Arch, class T, int MR, int NV>
 inline void gemm_panel(index_t M, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb, T* C,
                        index_t ldc, bool accumulate) {
     index_t i = 0;
     for (; i + MR <= M; i += MR)
         gemm_block<Arch, T, MR, NV>(K, A + i * a_rs, a_rs, a_cs, B, ldb, C + i * ldc, ldc, accumulate);
-    for (; i < M; ++i) gemm_block<Arch, T, 1, NV>(K, A + i * a_rs, a_rs, a_cs, B, ldb, C + i * ldc, ldc, accumulate);
+    if (i < M)
+        gemm_block_rest<Arch, T, NV>(std::make_integer_sequence<int, MR - 1>{}, M - i, K, A + i * a_rs, a_rs, a_cs, B,
+                                     ldb, C + i * ldc, ldc, accumulate);
 }
 
 template <class Arch, class T>
@@ -80,12 +102,13 @@ void gemm(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_c
           index_t ldc, bool accumulate) {
     using V = xsimd::batch<T, Arch>;
     constexpr index_t W = V::size;
+    constexpr int MR = int(gemm_block_rows);
     // Column panels outermost: a panel of B (K × 2W) stays in L1 while every row block of
     // A streams past it.
     index_t j = 0;
     for (; j + 2 * W <= N; j += 2 * W)
-        gemm_panel<Arch, T, 8, 2>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
-    for (; j + W <= N; j += W) gemm_panel<Arch, T, 8, 1>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
+        gemm_panel<Arch, T, MR, 2>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
+    for (; j + W <= N; j += W) gemm_panel<Arch, T, MR, 1>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
     if (j < N) gemm_scalar(M, N - j, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
 }
 
@@ -112,7 +135,7 @@ void gemm_lower(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index
                 index_t ldc, bool accumulate) {
     using V = xsimd::batch<T, Arch>;
     constexpr index_t W = V::size;
-    constexpr index_t MR = 8;
+    constexpr int MR = int(gemm_block_rows);
     // Column panel [j, j + w) is needed by rows i ≥ j only: start at the row block holding j.
     index_t j = 0;
     for (; j + 2 * W <= N; j += 2 * W) {
@@ -130,12 +153,12 @@ void gemm_lower(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index
 }
 
 /// C (+)= A·B for a lower-triangular A (A[i, k] = 0 for k > i, as the masked intra-tile
-/// scores): each block of 8 rows runs k over [0, min(K, i + 8)) only. The skipped terms are
-/// exact zeros, so for finite B every entry equals gemm's.
+/// scores): each block of MR rows runs k over [0, min(K, i + MR)) only. The skipped terms
+/// are exact zeros, so for finite B every entry equals gemm's.
 template <class Arch, class T>
 void gemm_lower_a(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb,
                   T* C, index_t ldc, bool accumulate) {
-    constexpr index_t MR = 8;
+    constexpr index_t MR = gemm_block_rows;
     for (index_t i = 0; i < M; i += MR)
         gemm<Arch>(std::min(MR, M - i), N, std::min(K, i + MR), A + i * a_rs, a_rs, a_cs, B, ldb, C + i * ldc, ldc,
                    accumulate);

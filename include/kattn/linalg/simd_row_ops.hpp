@@ -13,6 +13,7 @@
 
 #include "../core/config.hpp"
 #include "batch_math.hpp"
+#include "fused.hpp"
 
 namespace kattn::detail {
 
@@ -75,8 +76,7 @@ struct simd_ops {
         constexpr index_t W = batch<T>::size;
         batch<T> acc(T(0));
         index_t i = 0;
-        for (; i + W <= n; i += W)
-            acc = xsimd::fma(batch<T>::load_unaligned(x + i), batch<T>::load_unaligned(y + i), acc);
+        for (; i + W <= n; i += W) acc = fmadd(batch<T>::load_unaligned(x + i), batch<T>::load_unaligned(y + i), acc);
         T s = xsimd::hadd(acc);
         for (; i < n; ++i) s += x[i] * y[i];
         return s;

@@ -17,6 +17,7 @@
 #include "../../core/config.hpp"
 
 #if !defined(XSIMD_NO_SUPPORTED_ARCHITECTURE)
+#include "../../linalg/fused.hpp"
 #include "../../linalg/gemm.hpp"
 #endif
 
@@ -47,10 +48,10 @@ inline T dot(const T* a, const T* b, index_t n) {
     if (n >= W) {
         B acc0(T(0)), acc1(T(0));
         for (; i + 2 * W <= n; i += 2 * W) {
-            acc0 = xsimd::fma(B::load_unaligned(a + i), B::load_unaligned(b + i), acc0);
-            acc1 = xsimd::fma(B::load_unaligned(a + i + W), B::load_unaligned(b + i + W), acc1);
+            acc0 = fmadd(B::load_unaligned(a + i), B::load_unaligned(b + i), acc0);
+            acc1 = fmadd(B::load_unaligned(a + i + W), B::load_unaligned(b + i + W), acc1);
         }
-        for (; i + W <= n; i += W) acc0 = xsimd::fma(B::load_unaligned(a + i), B::load_unaligned(b + i), acc0);
+        for (; i + W <= n; i += W) acc0 = fmadd(B::load_unaligned(a + i), B::load_unaligned(b + i), acc0);
         s = xsimd::hadd(acc0 + acc1);
     }
 #endif
@@ -66,7 +67,7 @@ inline void axpy(T alpha, const T* x, T* y, index_t n) {
     using B = xsimd::batch<T>;
     constexpr index_t W = static_cast<index_t>(B::size);
     const B a(alpha);
-    for (; i + W <= n; i += W) xsimd::fma(a, B::load_unaligned(x + i), B::load_unaligned(y + i)).store_unaligned(y + i);
+    for (; i + W <= n; i += W) fmadd(a, B::load_unaligned(x + i), B::load_unaligned(y + i)).store_unaligned(y + i);
 #endif
     for (; i < n; ++i) y[i] += alpha * x[i];
 }
