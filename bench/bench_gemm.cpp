@@ -29,6 +29,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -43,7 +44,6 @@
 namespace {
 
 using kattn::index_t;
-using kattn::detail::gemm_panel;
 
 struct options {
     index_t L = 4096, tile = 64, d = 64, m = 256, dv = 64;
@@ -59,43 +59,18 @@ struct shape {
     bool accumulate;
 };
 
-/// gemm<Arch> with the register-block height MR chosen by the caller.
-template <class Arch, int MR>
-void gemm_rows(index_t M, index_t N, index_t K, const float* A, index_t a_rs, index_t a_cs, const float* B, index_t ldb,
-               float* C, index_t ldc, bool accumulate) {
-    constexpr index_t W = xsimd::batch<float, Arch>::size;
-    index_t j = 0;
-    for (; j + 2 * W <= N; j += 2 * W)
-        gemm_panel<Arch, float, MR, 2>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
-    for (; j + W <= N; j += W) gemm_panel<Arch, float, MR, 1>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
-    if (j < N) kattn::detail::gemm_scalar(M, N - j, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
-}
-
 using gemm_fn = void (*)(index_t, index_t, index_t, const float*, index_t, index_t, const float*, index_t, float*,
                          index_t, bool);
 
-template <class Arch>
-gemm_fn gemm_for_rows(int rows) {
-    switch (rows) {
-        case 0:
-            return &kattn::detail::gemm<Arch, float>;
-        case 4:
-            return &gemm_rows<Arch, 4>;
-        case 5:
-            return &gemm_rows<Arch, 5>;
-        case 6:
-            return &gemm_rows<Arch, 6>;
-        case 8:
-            return &gemm_rows<Arch, 8>;
-        case 10:
-            return &gemm_rows<Arch, 10>;
-        case 12:
-            return &gemm_rows<Arch, 12>;
-        case 14:
-            return &gemm_rows<Arch, 14>;
-        default:
-            return nullptr;
-    }
+/// The register-block heights --rows accepts.
+using block_heights = std::integer_sequence<int, 4, 5, 6, 8, 10, 12, 14>;
+
+/// gemm<Arch> with register blocks of `rows` rows (one of block_heights).
+template <class Arch, int... R>
+gemm_fn gemm_for_rows(int rows, std::integer_sequence<int, R...>) {
+    gemm_fn f = nullptr;
+    ((f = rows == R ? &kattn::detail::gemm<Arch, float, R> : f), ...);
+    return f;
 }
 
 /// Best seconds of `repeats` runs of `shape` over L / tile tiles.
@@ -140,17 +115,15 @@ void bench_isa(const char* isa, const options& o, nlohmann::json& records) {
                             {"output", o.tile, o.dv, o.m, false, false},
                             {"d_omega", o.d, o.m, o.tile, true, true}};
     constexpr int lib_rows = int(kattn::detail::gemm_block_rows);
-    std::vector<int> rows{0};
+    std::vector<int> rows{lib_rows};
     for (int r : o.rows)
         if (r != lib_rows) rows.push_back(r);
     for (const auto& s : shapes)
         for (int r : rows) {
-            const gemm_fn f = gemm_for_rows<Arch>(r);
-            const double sec = time_shape(f, s, o, 7);
+            const double sec = time_shape(gemm_for_rows<Arch>(r, block_heights{}), s, o, 7);
             const double gf = 2.0 * double(s.M) * double(s.N) * double(s.K) / sec * 1e-9;
-            const int shown = r == 0 ? lib_rows : r;
             std::printf("%-7s %-10s M=%4ld N=%4ld K=%4ld  rows %2d%s  %7.1f GFLOP/s  %5.1f %% of peak\n", isa,
-                        s.name.c_str(), long(s.M), long(s.N), long(s.K), shown, r == 0 ? " (library)" : "          ",
+                        s.name.c_str(), long(s.M), long(s.N), long(s.K), r, r == lib_rows ? " (library)" : "          ",
                         gf, 100 * gf / peak.gflops);
             records.push_back({{"op", "gemm"},
                                {"isa", isa},
@@ -158,7 +131,7 @@ void bench_isa(const char* isa, const options& o, nlohmann::json& records) {
                                {"M", s.M},
                                {"N", s.N},
                                {"K", s.K},
-                               {"rows", shown},
+                               {"rows", r},
                                {"library_rows", lib_rows},
                                {"gflops", gf},
                                {"peak_fraction", gf / peak.gflops}});

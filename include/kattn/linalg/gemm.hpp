@@ -97,12 +97,12 @@ inline void gemm_panel(index_t M, index_t K, const T* A, index_t a_rs, index_t a
                                      ldb, C + i * ldc, ldc, accumulate);
 }
 
-template <class Arch, class T>
+/// C (+)= A·B; MR, the register-block height, is a parameter for bench/bench_gemm only.
+template <class Arch, class T, int MR = int(gemm_block_rows)>
 void gemm(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb, T* C,
           index_t ldc, bool accumulate) {
     using V = xsimd::batch<T, Arch>;
     constexpr index_t W = V::size;
-    constexpr int MR = int(gemm_block_rows);
     // Column panels outermost: a panel of B (K × 2W) stays in L1 while every row block of
     // A streams past it.
     index_t j = 0;
