@@ -33,6 +33,7 @@
 #include <kattn/kattn.hpp>
 
 #include "procfs.hpp"
+#include "timing.hpp"
 
 namespace {
 
@@ -79,19 +80,6 @@ tensor4 padded(const tensor4& x, const std::vector<index_t>& cu, index_t max_len
             std::copy_n(x.data() + (h * L + std::size_t(cu[i])) * w, std::size_t(cu[i + 1] - cu[i]) * w,
                         r.data() + ((i * H + h) * std::size_t(max_len)) * w);
     return r;
-}
-
-template <class F>
-double median_seconds(F&& f, int repeats) {
-    f();  // warm-up
-    std::vector<double> t;
-    for (int r = 0; r < repeats; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        f();
-        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
 }
 
 }  // namespace
@@ -161,7 +149,7 @@ int main(int argc, char** argv) {
                             (void)a.backward(qq, kk, vv, gg, opt..., s);
                         }
                     };
-                    const double sec = median_seconds(
+                    const double sec = kattn_bench::median_seconds(
                         [&] {
                             if (layout == "packed") run(q, k, v, G, docs);
                             if (layout == "padded") run(qp, kp, vp, Gp, kl);

@@ -7,10 +7,13 @@
 // library exports the entry points only (src/simd_kernels.map): everything else,
 // including the standard library code compiled here with these flags, stays inside it, so
 // a program's own copies are never replaced by instructions its CPU may lack.
+#include <kattn/backends/simd/bf16_forward.hpp>
 #include <kattn/backends/simd/dispatch.hpp>
 #include <kattn/backends/simd/passes.hpp>
 #include <kattn/backends/simd/tile.hpp>
 #include <kattn/linalg/gemm.hpp>
+
+#include <type_traits>
 
 #include <xsimd/xsimd.hpp>
 
@@ -48,6 +51,10 @@ kd::simd_dispatch::map_kernels<Map, T> kernels_of() {
                           const kd::forward_state<T>& saved) {
         si::run_backward<Map, T, arch>(pb, g, nullptr, &saved);
     };
+    if constexpr (std::is_same_v<T, float>)
+        k.forward_bf16 = [](const kd::attention_problem<Map, T>& pb, const kd::bf16_forward_io& io) {
+            return si::run_forward_bf16<Map, arch>(pb, io);
+        };
     return k;
 }
 

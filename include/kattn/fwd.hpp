@@ -8,6 +8,7 @@
 namespace kattn {
 
 class error;
+struct bf16;  // <kattn/core/bfloat16.hpp>
 struct feature_params;
 struct sampler_params;
 template <class Map, class Sampler>
@@ -53,6 +54,7 @@ template <class Map, class T>
 struct feature_problem;
 template <class Map, class T>
 struct attention_problem;
+struct bf16_forward_io;
 template <class T>
 struct attention_gradients;
 template <class Map, class T>

@@ -1,5 +1,5 @@
 // tests/dispatch/cases.hpp — every primitive of backends::simd on fixed inputs (unpacked,
-// packed documents, with and without kept states and slice links), for every map of
+// packed documents, with and without kept states and slice links; bf16 tensors), for every map of
 // features::all in float and double, and the GEMM policy; each result is appended
 // to a list (as doubles, exactly). The dispatch test runs these through the kernel library
 // and compares them bit for bit with the same cases compiled with fixed -march flags
@@ -9,6 +9,7 @@
 #include <kattn/kattn.hpp>
 
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace kt_dispatch {
@@ -99,6 +100,15 @@ void run_map(results& r) {
                 };
                 backend::forward(pb, out.data());
                 keep(r, out);
+                if constexpr (std::is_same_v<T, float>) {  // bf16 tensors: the AMX kernels where the CPU has them
+                    std::vector<kattn::bf16> qb(q.begin(), q.end()), kb(k.begin(), k.end()), vb(v.begin(), v.end()),
+                        ob(out.size());
+                    auto pb16 = pb;
+                    pb16.q = pb16.k = pb16.v = nullptr;
+                    const bool ran = backend::forward_bf16(pb16, {qb.data(), kb.data(), vb.data(), ob.data()});
+                    r.push_back({double(ran)});
+                    if (ran) keep(r, std::vector<float>(ob.begin(), ob.end()));
+                }
                 grads([&](const auto& gr) { backend::backward(pb, gr); });
                 kattn::backends::forward_state<T> st;
                 backend::forward(pb, out.data(), st);

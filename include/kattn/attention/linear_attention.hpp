@@ -32,6 +32,7 @@
 #include "../fwd.hpp"
 #include "../backends/simd.hpp"  // the default backend
 #include "../concepts.hpp"
+#include "../core/bf16_tensor.hpp"
 #include "../core/error.hpp"
 #include "../core/fingerprint.hpp"
 #include "../core/shape.hpp"
@@ -40,6 +41,7 @@
 #include "../samplers/gaussian.hpp"  // default samplers of the built-in maps
 #include "../samplers/orthogonal_gaussian.hpp"
 #include "attention_config.hpp"
+#include "detail/decoding_state.hpp"
 #include "detail/extents.hpp"
 #include "detail/packed.hpp"
 #include "options.hpp"
@@ -245,6 +247,25 @@ public:
         return forward(q, k, v, true, {}, false, &saved, &docs);
     }
 
+    /// bf16 tensors (operators of T = float): q, k, v rounded to bf16 in, the output rounded
+    /// to bf16 out, every sum in float (docs/operators.md, "bf16 tensors").
+    template <std::size_t R>
+    xt::xtensor<bf16, R> operator()(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
+                                    const xt::xtensor<bf16, R>& v) const requires std::same_as<T, float> {
+        return forward(q, k, v, false, {});
+    }
+    template <std::size_t R>
+    xt::xtensor<bf16, R> operator()(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
+                                    const xt::xtensor<bf16, R>& v, causal_t) const requires std::same_as<T, float> {
+        return forward(q, k, v, true, {});
+    }
+    template <std::size_t R>
+    xt::xtensor<bf16, R> operator()(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
+                                    const xt::xtensor<bf16, R>& v,
+                                    key_lengths lengths) const requires std::same_as<T, float> {
+        return forward(q, k, v, false, lengths, true);
+    }
+
     // ---- backward ------------------------------------------------------------------------
     template <std::size_t R>
     gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
@@ -265,6 +286,17 @@ public:
     gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
                           const xt::xtensor<T, R>& dout, causal_t, key_lengths lengths) const {
         return run_backward(q, k, v, dout, true, lengths, true);
+    }
+    /// bf16 tensors (T = float): the float backward of the widened tensors; gradients in float.
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k, const xt::xtensor<bf16, R>& v,
+                          const xt::xtensor<bf16, R>& dout) const requires std::same_as<T, float> {
+        return run_backward(to_float(q), to_float(k), to_float(v), to_float(dout), false, {});
+    }
+    template <std::size_t R>
+    gradients<R> backward(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k, const xt::xtensor<bf16, R>& v,
+                          const xt::xtensor<bf16, R>& dout, causal_t) const requires std::same_as<T, float> {
+        return run_backward(to_float(q), to_float(k), to_float(v), to_float(dout), true, {});
     }
     /// The same four forms with the state of the forward call on these inputs (same options).
     template <std::size_t R>
@@ -370,41 +402,7 @@ public:
 private:
     /// Validates every field of a decoding state; returns its head count batch·heads.
     index_t check_state(const state& st) const {
-        using std::to_string;
-        detail::require(st.batch >= 1, "state.batch", ">= 1 (a state from initial_state())", st.batch);
-        detail::require(st.heads >= 1, "state.heads", ">= 1 (a state from initial_state())", st.heads);
-        const index_t n = detail::checked_extent("state.heads", "state.batch x state.heads", st.batch, st.heads);
-        const index_t F = feature_dim(), dv = cfg_.value_dim;
-        // size == heads·per, tested without forming the product (per ≥ 1, F·d_v checked).
-        const auto holds = [](const auto& v, index_t heads, index_t per) {
-            return index_t(v.size()) % per == 0 && index_t(v.size()) / per == heads;
-        };
-        const index_t n0 = index_t(st.steps.size());
-        if (n0 != n && holds(st.C, n0, 1) && holds(st.z, n0, F) && holds(st.S, n0, F * dv))
-            detail::fail("state.batch",
-                         "state.batch x state.heads = " + to_string(n0) + ", the heads its S, z, C and steps hold",
-                         "batch " + to_string(st.batch) + " x heads " + to_string(st.heads));
-        const std::string heads = "batch x heads = " + to_string(n);
-        const auto want = [&](const std::string& per) { return "one " + per + " per head (" + heads + ")"; };
-        detail::require(holds(st.steps, n, 1), "state.steps", want("count"), to_string(st.steps.size()) + " entries");
-        detail::require(holds(st.C, n, 1), "state.C", want("stabiliser"), to_string(st.C.size()) + " entries");
-        detail::require(holds(st.z, n, F), "state.z", want("z of feature_dim " + to_string(F)),
-                        to_string(st.z.size()) + " entries");
-        detail::require(holds(st.S, n, F * dv), "state.S",
-                        want("S of feature_dim x value_dim = " + to_string(F) + " x " + to_string(dv)),
-                        to_string(st.S.size()) + " entries");
-        for (index_t p = 0; p < n; ++p) {
-            const index_t t = st.steps[std::size_t(p)];
-            detail::require(t >= 0, "state.steps", "counts >= 0", to_string(t) + " at head " + to_string(p));
-            const double c = st.C[std::size_t(p)];
-            detail::require(t == 0 || std::isfinite(c), "state.C", "finite values",
-                            detail::to_text(c) + " at head " + to_string(p));
-        }
-        if (cfg_.check_finite) {
-            detail::check_finite("state.S", st.S.data(), index_t(st.S.size()));
-            detail::check_finite("state.z", st.z.data(), index_t(st.z.size()));
-        }
-        return n;
+        return detail::check_decoding_state(st, feature_dim(), cfg_.value_dim, cfg_.check_finite);
     }
 
     template <class Attention, class Comm>
@@ -415,9 +413,10 @@ private:
                                                cfg_.head_dim, m_, cfg_.feature};
     }
 
-    template <std::size_t R>
-    backends::attention_problem<Map, T> make_problem(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
-                                                     const xt::xtensor<T, R>& v, bool causal, key_lengths lengths,
+    /// The problem of q, k, v (of T, or bf16: then its q, k, v stay nullptr).
+    template <class E, std::size_t R>
+    backends::attention_problem<Map, T> make_problem(const xt::xtensor<E, R>& q, const xt::xtensor<E, R>& k,
+                                                     const xt::xtensor<E, R>& v, bool causal, key_lengths lengths,
                                                      bool has_lengths, const packed_sequences* packed) const {
         static_assert(R == 2 || R == 4,
                       "kattn::linear_attention: inputs are [length, dim] or "
@@ -445,9 +444,11 @@ private:
         }
         backends::attention_problem<Map, T> pb;
         pb.spec = spec();
-        pb.q = q.data();
-        pb.k = k.data();
-        pb.v = v.data();
+        if constexpr (std::is_same_v<E, T>) {
+            pb.q = q.data();
+            pb.k = k.data();
+            pb.v = v.data();
+        }
         pb.problems = a.problems();
         pb.heads = a.heads;
         pb.q_len = a.q_len;
@@ -496,6 +497,21 @@ private:
         if (keep)
             keep->record(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, packed, params_fingerprint());
         return out;
+    }
+
+    /// bf16 forward: the backend's own kernels where it has them for this problem,
+    /// otherwise the float forward on the widened tensors, rounded back.
+    template <std::size_t R>
+    xt::xtensor<bf16, R> forward(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
+                                 const xt::xtensor<bf16, R>& v, bool causal, key_lengths lengths,
+                                 bool has_lengths = false) const {
+        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths, nullptr);
+        auto shape = q.shape();
+        shape[R - 1] = v.shape()[R - 1];
+        auto out = xt::xtensor<bf16, R>::from_shape(shape);
+        if constexpr (detail::backend_forwards_bf16<Backend, Map>)
+            if (Backend::template forward_bf16<Map>(pb, {q.data(), k.data(), v.data(), out.data()})) return out;
+        return to_bf16(forward(to_float(q), to_float(k), to_float(v), causal, lengths, has_lengths));
     }
 
     template <std::size_t R>

@@ -16,6 +16,9 @@
 //   packs_sequences  true when forward and backward take packed documents
 //            (attention_problem::cu_seqlens); otherwise operators run such a call one
 //            document at a time. A backend opts in with `static constexpr bool packs_sequences = true;`
+//   forward_bf16  `static bool forward_bf16<Map>(const attention_problem<Map, float>&,
+//            const bf16_forward_io&)`: a forward on bf16 tensors (detail::backend_forwards_bf16);
+//            without it, or when it returns false, operators widen to float and round back
 // A backend may forward a primitive to another one (simd's step calls reference's);
 // it says so explicitly, never by inheritance. Writing a backend: docs/backends.md.
 #pragma once
@@ -91,6 +94,14 @@ concept backend_saves_forward_state = requires(const backends::attention_problem
     B::template forward<backend_probe_map>(pd, od, sd);
     B::template backward<backend_probe_map>(pf, gf, std::as_const(sf));
     B::template backward<backend_probe_map>(pd, gd, std::as_const(sd));
+};
+
+/// B runs forwards on bf16 tensors for Map: `bool forward_bf16<Map>(pb, io)` (false: it did
+/// not, this problem or CPU is not one it covers, and the operator runs the float path).
+template <class B, class Map>
+concept backend_forwards_bf16 = requires(const backends::attention_problem<Map, float>& pb,
+                                         const backends::bf16_forward_io& io) {
+    { B::template forward_bf16<Map>(pb, io) } -> std::same_as<bool>;
 };
 
 template <class B>

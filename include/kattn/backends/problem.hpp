@@ -9,6 +9,7 @@
 
 #include <cstddef>
 
+#include "../core/bfloat16.hpp"
 #include "../core/config.hpp"
 #include "../features/feature_map.hpp"
 
@@ -60,6 +61,15 @@ struct attention_problem {
     KATTN_HD index_t valid_keys(index_t p) const { return key_lengths ? key_lengths[p / heads] : k_len; }
 };
 
+/// The bf16 tensors of a forward call whose problem (attention_problem<Map, float>, with
+/// q, k, v nullptr) gives the shapes: q, k, v and out in the problem's layouts.
+struct bf16_forward_io {
+    const bf16* q = nullptr;
+    const bf16* k = nullptr;
+    const bf16* v = nullptr;
+    bf16* out = nullptr;
+};
+
 /// Outputs of a backward pass; d_omega (d × P) and d_bias (m) are overwritten with the
 /// sum over all heads (either may be nullptr: not wanted); dq, dk, dv have the shapes of
 /// q, k, v.
@@ -104,6 +114,7 @@ namespace kattn::detail {
 // The contract's types, visible unqualified to the backends' internals (kattn::detail::…).
 using backends::attention_gradients;
 using backends::attention_problem;
+using backends::bf16_forward_io;
 using backends::feature_problem;
 using backends::recurrent_state_view;
 using backends::spectral_view;

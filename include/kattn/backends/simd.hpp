@@ -23,6 +23,7 @@
 #pragma once
 
 #include "simd/passes.hpp"  // first: brings in xsimd with GCC PR 105593 warnings silenced
+#include "simd/bf16_forward.hpp"
 #include "simd/dispatch.hpp"
 #include "reference.hpp"
 
@@ -141,6 +142,15 @@ struct simd {
                          const backends::forward_state<T>& saved) {
         if (const auto* t = detail::simd_table<Map, T>()) return t->template of<Map, T>().backward_saved(pb, g, saved);
         detail::simd_impl::run_backward<Map, T, arch>(pb, g, nullptr, &saved);
+    }
+
+    /// The non-causal forward on bf16 tensors with AVX512-BF16 products (simd/bf16_forward.hpp);
+    /// false (nothing written) where the CPU lacks the instructions or the problem is causal
+    /// or packed.
+    template <class Map>
+    static bool forward_bf16(const backends::attention_problem<Map, float>& pb, const backends::bf16_forward_io& io) {
+        if (const auto* t = detail::simd_table<Map, float>()) return t->template of<Map, float>().forward_bf16(pb, io);
+        return detail::simd_impl::run_forward_bf16<Map, arch>(pb, io);
     }
 
     /// Bytes of backward cache the calling thread keeps for its next backward call

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "bfloat16.hpp"
 #include "config.hpp"
 
 namespace kattn {
@@ -65,11 +66,13 @@ void check_finite(std::string_view arg, const T* p, index_t n) {
             }
         }
     };
-    if constexpr ((std::is_same_v<T, float> || std::is_same_v<T, double>)&&std::numeric_limits<T>::is_iec559) {
+    if constexpr (std::is_same_v<T, bf16> ||
+                  ((std::is_same_v<T, float> || std::is_same_v<T, double>)&&std::numeric_limits<T>::is_iec559)) {
         // Branch-free (vectorisable) test per block: all exponent bits set ⟺ Inf or NaN;
         // a flagged block is rescanned to report the first offending value.
-        using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-        constexpr U exp_mask = sizeof(T) == 4 ? U(0x7F800000u) : U(0x7FF0000000000000ull);
+        using U = std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                     std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+        constexpr U exp_mask = sizeof(T) == 2 ? U(0x7F80u) : sizeof(T) == 4 ? U(0x7F800000u) : U(0x7FF0000000000000ull);
         constexpr index_t block = 1024;
         for (index_t b = 0; b < n; b += block) {
             const index_t e = std::min(n, b + block);

@@ -47,6 +47,7 @@ struct map_kernels {
                           const slice_link<T>&) = nullptr;
     void (*backward_saved)(const attention_problem<Map, T>&, const attention_gradients<T>&,
                            const forward_state<T>&) = nullptr;
+    bool (*forward_bf16)(const attention_problem<Map, T>&, const bf16_forward_io&) = nullptr;  ///< float only
 };
 
 template <class T>

@@ -96,6 +96,18 @@ struct key_state {
         }
         empty = false;
     }
+    /// S += dS, z += dz: a tile's contribution formed elsewhere (the bf16 forward's products).
+    void add_contribution(const T* dS, const T* dz) {
+        if constexpr (compensated) {
+#pragma omp simd
+            for (std::size_t i = 0; i < S.size(); ++i) S[i] = static_cast<T>(Sd[i] += double(dS[i]));
+            for (std::size_t i = 0; i < z.size(); ++i) z[i] = static_cast<T>(zd[i] += double(dz[i]));
+        } else {
+            for (std::size_t i = 0; i < S.size(); ++i) S[i] += dS[i];
+            for (std::size_t i = 0; i < z.size(); ++i) z[i] += dz[i];
+        }
+        empty = false;
+    }
     /// this += r · o (both at this state's shift after the caller's choice of r).
     void add_scaled(const key_state& o, T r) {
         if constexpr (compensated) {
