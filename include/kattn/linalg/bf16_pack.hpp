@@ -19,7 +19,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "../core/bfloat16.hpp"
 #include "../core/config.hpp"
@@ -33,11 +32,6 @@
 #endif
 
 namespace kattn::detail {
-
-/// Two bf16 as one pair word (lo: even k).
-constexpr std::uint32_t bf16_pair(float lo, float hi) {
-    return std::uint32_t(bf16(lo).bits) | (std::uint32_t(bf16(hi).bits) << 16);
-}
 
 /// P[j, p] = (X[2p, j], X[2p+1, j]) for R rows of N bf16 (row stride ldx); P is NR × ldp
 /// words (NR ≥ N, ldp ≥ ⌈R/2⌉), zero beyond the data.

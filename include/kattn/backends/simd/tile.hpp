@@ -87,16 +87,14 @@ struct key_state {
             gemm_tn<Arch>(F, dv, n, phi, F, V, dv, dS, dv, false);
             std::fill_n(dz, F, T(0));
             row_sums(n, F, phi, w, dz);
-#pragma omp simd
-            for (std::size_t i = 0; i < S.size(); ++i) S[i] = static_cast<T>(Sd[i] += double(dS[i]));
-            for (std::size_t i = 0; i < z.size(); ++i) z[i] = static_cast<T>(zd[i] += double(dz[i]));
+            add_contribution(dS, dz);
         } else {
             gemm_tn<Arch>(F, dv, n, phi, F, V, dv, S.data(), dv, true);
             row_sums(n, F, phi, w, z.data());
         }
         empty = false;
     }
-    /// S += dS, z += dz: a tile's contribution formed elsewhere (the bf16 forward's products).
+    /// S += dS, z += dz: a tile's contribution (add's, or the bf16 forward's products).
     void add_contribution(const T* dS, const T* dz) {
         if constexpr (compensated) {
 #pragma omp simd
