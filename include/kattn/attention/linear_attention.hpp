@@ -19,6 +19,7 @@
 // state (batch, heads, S, z, C, steps) against the operator and the tokens.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <concepts>
 #include <utility>
@@ -511,7 +512,9 @@ private:
         auto out = xt::xtensor<bf16, R>::from_shape(shape);
         if constexpr (detail::backend_forwards_bf16<Backend, Map>)
             if (Backend::template forward_bf16<Map>(pb, {q.data(), k.data(), v.data(), out.data()})) return out;
-        return to_bf16(forward(to_float(q), to_float(k), to_float(v), causal, lengths, has_lengths));
+        const auto wide = forward(to_float(q), to_float(k), to_float(v), causal, lengths, has_lengths);
+        std::transform(wide.begin(), wide.end(), out.begin(), [](float x) { return bf16(x); });
+        return out;
     }
 
     template <std::size_t R>

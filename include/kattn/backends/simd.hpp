@@ -144,8 +144,8 @@ struct simd {
         detail::simd_impl::run_backward<Map, T, arch>(pb, g, nullptr, &saved);
     }
 
-    /// The non-causal forward on bf16 tensors with AVX512-BF16 products (simd/bf16_forward.hpp);
-    /// false (nothing written) where the CPU lacks the instructions or the problem is causal
+    /// The non-causal forward on bf16 tensors with AMX tile products (simd/bf16_forward.hpp);
+    /// false (nothing written) where the CPU or OS gives no AMX-BF16 or the problem is causal
     /// or packed.
     template <class Map>
     static bool forward_bf16(const backends::attention_problem<Map, float>& pb, const backends::bf16_forward_io& io) {
