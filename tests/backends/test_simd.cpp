@@ -144,16 +144,18 @@ TEST_CASE_TEMPLATE("transpose_simd and gemm_lower match their plain forms", T, f
 
 namespace {
 
-/// gemm<Arch> against a double-precision sum over every row count up to 2·MR + 1 (every
-/// remainder of the register block), column counts around the vector widths (8 and 16
-/// floats) and both layouts of A, plain and accumulating. Returns the results whose columns
+/// gemm<Arch> against a double-precision sum over every row count up to 17 (every remainder
+/// of a register block of up to 8 rows, over two blocks; the same counts on every
+/// instruction set, so that their results can be compared), column counts around the vector widths (8 and 16
+/// floats) and through every column panel (4, 2 and 1 vectors, then scalars: 112, 117),
+/// and both layouts of A, plain and accumulating. Returns the results whose columns
 /// are whole vectors on every instruction set, for the bitwise comparison between them.
 template <class Arch, class T>
 std::vector<std::vector<T>> check_gemm_shapes(const char* isa) {
-    constexpr index_t MR = kattn::detail::gemm_block_rows;
+    static_assert(kattn::detail::gemm_block_shape<Arch>::rows <= 8);
     std::vector<std::vector<T>> results;
-    for (index_t M = 1; M <= 2 * MR + 1; ++M)
-        for (index_t N : {1, 7, 8, 15, 16, 19, 35, 64})
+    for (index_t M = 1; M <= 17; ++M)
+        for (index_t N : {1, 7, 8, 15, 16, 19, 35, 64, 112, 117})
             for (index_t K : {1, 7, 40})
                 for (bool transposed : {false, true})
                     for (bool accumulate : {false, true}) {
@@ -163,6 +165,12 @@ std::vector<std::vector<T>> check_gemm_shapes(const char* isa) {
                         std::vector<T> C(C0.begin(), C0.end());
                         const index_t a_rs = transposed ? 1 : K, a_cs = transposed ? M : 1;
                         kattn::detail::gemm<Arch>(M, N, K, A.data(), a_rs, a_cs, B.data(), N, C.data(), N, accumulate);
+                        // B packed into gemm's column panels: the same products, the same bits.
+                        std::vector<T> Bp(std::size_t(K * N)), Cp(C0.begin(), C0.end());
+                        kattn::detail::pack_b_panels<Arch>(K, N, B.data(), N, Bp.data());
+                        kattn::detail::gemm_packed_b<Arch>(M, N, K, A.data(), a_rs, a_cs, Bp.data(), Cp.data(), N,
+                                                           accumulate);
+                        CHECK(Cp == C);
                         double worst = 0;
                         for (index_t i = 0; i < M; ++i)
                             for (index_t j = 0; j < N; ++j) {

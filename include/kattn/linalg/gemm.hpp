@@ -4,17 +4,20 @@
 //       C[i, j] (+)= Σ_k A[i·a_rs + k·a_cs] · B[k·ldb + j]
 //
 // B and C are row-major; A is addressed through two strides, so Aᵀ·B (a_rs = 1,
-// a_cs = lda) and A·B (a_rs = lda, a_cs = 1) share one kernel. The micro-kernel keeps an
-// 8 × (2 batches) block of C in registers, broadcasting A and streaming rows of B; the rows
-// left below the last whole block get one block of their own height (not one block per row,
-// which would leave the FMA pipes waiting on two accumulators). The k-loop runs in order
-// 0..K−1 for every element, so results are independent of blocking, instruction set (where
-// it fuses multiply-adds) and thread count.
+// a_cs = lda) and A·B (a_rs = lda, a_cs = 1) share one kernel. The micro-kernel keeps a
+// block of C in registers (gemm_block_shape<Arch>: 8 rows × 2 batches, 6 × 4 with AVX-512's
+// 32 registers), broadcasting A and streaming rows of B. Columns left of a whole block run
+// in narrower panels (2 batches, then 1, then scalar); the rows left below the last whole
+// block get one block of their own height (not one block per row, which would leave the
+// FMA pipes waiting on two accumulators). The k-loop runs in order 0..K−1 for every element,
+// so results are independent of blocking, instruction set (where it fuses multiply-adds)
+// and thread count.
 #pragma once
 
 #include "../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 #include <algorithm>
+#include <concepts>
 #include <utility>
 
 #include <xsimd/xsimd.hpp>
@@ -69,11 +72,21 @@ inline void gemm_scalar(index_t M, index_t N, index_t K, const T* A, index_t a_r
         }
 }
 
-/// Rows of C in one register block. With AVX2's 16 registers an 8 × 2 block spills three
-/// accumulators, yet on the AMD EPYC (Zen 4) it was measured on neither 6 × 2 nor 5 × 2 was
-/// faster, and with AVX-512's 32 registers neither 12 × 2, 14 × 2 nor 6 × 4
-/// (bench/bench_gemm --rows times the alternatives on another CPU).
-inline constexpr index_t gemm_block_rows = 8;
+/// Register-block shape of gemm<Arch>: `rows` rows of C × `vectors` batches of B's columns.
+/// 8 × 2 (16 accumulators) by default: with AVX2's 16 registers it spills three accumulators,
+/// yet on an AMD EPYC (Zen 4) neither 6 × 2 nor 5 × 2 was faster. AVX-512's 32 registers hold
+/// 6 × 4 (24 accumulators, 4 rows of B, 1 broadcast): on an Intel Xeon (Sapphire Rapids
+/// class) it ran the attention tile products 10–25 % faster than 8 × 2; on the Zen 4, which
+/// splits 512-bit FMAs in two, no shape clearly won (bench/bench_gemm --blocks times others).
+template <class Arch>
+struct gemm_block_shape {
+    static constexpr int rows = 8, vectors = 2;
+};
+template <class Arch>
+requires std::derived_from<Arch, xsimd::avx512f>
+struct gemm_block_shape<Arch> {
+    static constexpr int rows = 6, vectors = 4;
+};
 
 /// The `rows` (< MR) rows left below the last whole block, as one block of that height.
 template <class Arch, class T, int NV, int... R>
@@ -97,19 +110,71 @@ inline void gemm_panel(index_t M, index_t K, const T* A, index_t a_rs, index_t a
                                      ldb, C + i * ldc, ldc, accumulate);
 }
 
-/// C (+)= A·B; MR, the register-block height, is a parameter for bench/bench_gemm only.
-template <class Arch, class T, int MR = int(gemm_block_rows)>
+/// Calls panel(j, nv) for the column panels of an N-column C, left to right: panels of NV
+/// batches, then at most one of 2 and one of 1 batch (nv = 0: the scalar tail from j).
+template <index_t W, int NV, class Panel>
+inline void for_each_panel(index_t N, Panel&& panel) {
+    index_t j = 0;
+    for (; j + NV * W <= N; j += NV * W) panel(j, std::integral_constant<int, NV>{});
+    if constexpr (NV > 2)
+        for (; j + 2 * W <= N; j += 2 * W) panel(j, std::integral_constant<int, 2>{});
+    if constexpr (NV > 1)
+        for (; j + W <= N; j += W) panel(j, std::integral_constant<int, 1>{});
+    if (j < N) panel(j, std::integral_constant<int, 0>{});
+}
+
+/// C (+)= A·B. MR × NV, the register block, is a parameter for bench/bench_gemm; every
+/// shape gives the same bits.
+template <class Arch, class T, int MR = gemm_block_shape<Arch>::rows, int NV = gemm_block_shape<Arch>::vectors>
 void gemm(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb, T* C,
           index_t ldc, bool accumulate) {
-    using V = xsimd::batch<T, Arch>;
-    constexpr index_t W = V::size;
-    // Column panels outermost: a panel of B (K × 2W) stays in L1 while every row block of
+    constexpr index_t W = xsimd::batch<T, Arch>::size;
+    // Column panels outermost: a panel of B (K × NV·W) stays in L1 while every row block of
     // A streams past it.
-    index_t j = 0;
-    for (; j + 2 * W <= N; j += 2 * W)
-        gemm_panel<Arch, T, MR, 2>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
-    for (; j + W <= N; j += W) gemm_panel<Arch, T, MR, 1>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
-    if (j < N) gemm_scalar(M, N - j, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
+    for_each_panel<W, NV>(N, [&](index_t j, auto nv) {
+        if constexpr (decltype(nv)::value == 0)
+            gemm_scalar(M, N - j, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
+        else
+            gemm_panel<Arch, T, MR, decltype(nv)::value>(M, K, A, a_rs, a_cs, B + j, ldb, C + j, ldc, accumulate);
+    });
+}
+
+/// Width of the column panel gemm<Arch> runs from column j of an N-column C (see
+/// for_each_panel: nv batches, or the scalar tail when nv = 0).
+template <index_t W>
+constexpr index_t panel_width(index_t N, index_t j, int nv) {
+    return nv == 0 ? N - j : nv * W;
+}
+
+/// B (K × N, row-major, leading dimension ldb) copied into Bp (K·N) as the column panels
+/// gemm<Arch> walks, each K × width and contiguous, for gemm_packed_b. With a long row stride
+/// (ldb of 256 floats = 1 KiB) the K rows of one panel fall into a few L1 sets and evict
+/// each other while the row blocks of A stream past; packed, they are consecutive lines.
+/// (NV, the block's width in batches, is a parameter for bench/bench_gemm.)
+template <class Arch, class T, int NV = gemm_block_shape<Arch>::vectors>
+void pack_b_panels(index_t K, index_t N, const T* B, index_t ldb, T* Bp) {
+    constexpr index_t W = xsimd::batch<T, Arch>::size;
+    for_each_panel<W, NV>(N, [&](index_t j, auto nv) {
+        const index_t w = panel_width<W>(N, j, decltype(nv)::value);
+        for (index_t k = 0; k < K; ++k) std::copy_n(B + k * ldb + j, w, Bp + j * K + k * w);
+    });
+}
+
+/// C (+)= A·B with B packed by pack_b_panels<Arch>: the same products in the same k order as
+/// gemm<Arch>, so the same bits. (MR × NV, the register block, is a parameter for
+/// bench/bench_gemm; B must have been packed with the same NV.)
+template <class Arch, class T, int MR = gemm_block_shape<Arch>::rows, int NV_ = gemm_block_shape<Arch>::vectors>
+void gemm_packed_b(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* Bp, T* C,
+                   index_t ldc, bool accumulate) {
+    constexpr index_t W = xsimd::batch<T, Arch>::size;
+    for_each_panel<W, NV_>(N, [&](index_t j, auto nv) {
+        constexpr int NV = decltype(nv)::value;
+        const index_t w = panel_width<W>(N, j, NV);
+        if constexpr (NV == 0)
+            gemm_scalar(M, w, K, A, a_rs, a_cs, Bp + j * K, w, C + j, ldc, accumulate);
+        else
+            gemm_panel<Arch, T, MR, NV>(M, K, A, a_rs, a_cs, Bp + j * K, w, C + j, ldc, accumulate);
+    });
 }
 
 /// C = A·B (row-major A with leading dimension lda).
@@ -133,23 +198,18 @@ void gemm_tn(index_t M, index_t N, index_t K, const T* A, index_t lda, const T* 
 template <class Arch, class T>
 void gemm_lower(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb, T* C,
                 index_t ldc, bool accumulate) {
-    using V = xsimd::batch<T, Arch>;
-    constexpr index_t W = V::size;
-    constexpr int MR = int(gemm_block_rows);
+    using shape = gemm_block_shape<Arch>;
+    constexpr int MR = shape::rows;
     // Column panel [j, j + w) is needed by rows i ≥ j only: start at the row block holding j.
-    index_t j = 0;
-    for (; j + 2 * W <= N; j += 2 * W) {
+    for_each_panel<xsimd::batch<T, Arch>::size, shape::vectors>(N, [&](index_t j, auto nv) {
         const index_t i0 = std::min(M, (j / MR) * MR);
-        gemm_panel<Arch, T, MR, 2>(M - i0, K, A + i0 * a_rs, a_rs, a_cs, B + j, ldb, C + i0 * ldc + j, ldc, accumulate);
-    }
-    for (; j + W <= N; j += W) {
-        const index_t i0 = std::min(M, (j / MR) * MR);
-        gemm_panel<Arch, T, MR, 1>(M - i0, K, A + i0 * a_rs, a_rs, a_cs, B + j, ldb, C + i0 * ldc + j, ldc, accumulate);
-    }
-    if (j < N) {
-        const index_t i0 = std::min(M, (j / MR) * MR);
-        gemm_scalar(M - i0, N - j, K, A + i0 * a_rs, a_rs, a_cs, B + j, ldb, C + i0 * ldc + j, ldc, accumulate);
-    }
+        const T* a = A + i0 * a_rs;
+        T* c = C + i0 * ldc + j;
+        if constexpr (decltype(nv)::value == 0)
+            gemm_scalar(M - i0, N - j, K, a, a_rs, a_cs, B + j, ldb, c, ldc, accumulate);
+        else
+            gemm_panel<Arch, T, MR, decltype(nv)::value>(M - i0, K, a, a_rs, a_cs, B + j, ldb, c, ldc, accumulate);
+    });
 }
 
 /// C (+)= A·B for a lower-triangular A (A[i, k] = 0 for k > i, as the masked intra-tile
@@ -158,7 +218,7 @@ void gemm_lower(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index
 template <class Arch, class T>
 void gemm_lower_a(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb,
                   T* C, index_t ldc, bool accumulate) {
-    constexpr index_t MR = gemm_block_rows;
+    constexpr index_t MR = gemm_block_shape<Arch>::rows;
     for (index_t i = 0; i < M; i += MR)
         gemm<Arch>(std::min(MR, M - i), N, std::min(K, i + MR), A + i * a_rs, a_rs, a_cs, B, ldb, C + i * ldc, ldc,
                    accumulate);

@@ -175,18 +175,22 @@ template <class Map, class T, class Arch>
 struct tile_worker {
     using ops = simd_ops<Arch>;
     const spectral<Map, T>& sp;
+    std::vector<T> omega_panels;  ///< Ω packed for the projection (gemm_packed_b)
     std::vector<T> xs, u, phi, shift, work, du, dxd;
     std::vector<T> state_scratch;  ///< a compensated state's tile contribution (key_state::add)
 
     explicit tile_worker(const spectral<Map, T>& s)
         : sp(s),
+          omega_panels(sz(s.d * s.P)),
           xs(sz(tile_rows * s.d)),
           u(sz(tile_rows * s.P)),
           phi(sz(tile_rows * s.F)),
           shift(sz(tile_rows)),
           work(sz(std::max<index_t>(1, Map::workspace(s.m)))),
           du(sz(tile_rows * s.P)),
-          dxd(sz(tile_rows * s.d)) {}
+          dxd(sz(tile_rows * s.d)) {
+        pack_b_panels<Arch>(s.d, s.P, s.view.omega, s.P, omega_panels.data());
+    }
 
     const T* bias() const { return sp.view.bias; }
 
@@ -196,7 +200,7 @@ struct tile_worker {
         const index_t d = sp.d;
 #pragma omp simd
         for (index_t i = 0; i < n * d; ++i) xs[i] = sp.scale * x[i];
-        gemm_nn<Arch>(n, sp.P, d, xs.data(), d, sp.view.omega, sp.P, u.data(), sp.P, false);
+        gemm_packed_b<Arch>(n, sp.P, d, xs.data(), d, 1, omega_panels.data(), u.data(), sp.P, false);
         for (index_t r = 0; r < n; ++r) {
             T c = 0;
             if constexpr (Map::has_stabiliser)
