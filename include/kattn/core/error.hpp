@@ -74,16 +74,25 @@ void check_finite(std::string_view arg, const T* p, index_t n) {
                                      std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
         constexpr U exp_mask = sizeof(T) == 2 ? U(0x7F80u) : sizeof(T) == 4 ? U(0x7F800000u) : U(0x7FF0000000000000ull);
         constexpr index_t block = 1024;
-        for (index_t b = 0; b < n; b += block) {
-            const index_t e = std::min(n, b + block);
+        const index_t blocks = (n + block - 1) / block;
+        const auto flagged = [&](index_t b) {
+            const index_t i0 = b * block, i1 = std::min(n, i0 + block);
             U bad = 0;
-            for (index_t i = b; i < e; ++i) {
+            for (index_t i = i0; i < i1; ++i) {
                 U u;
                 std::memcpy(&u, p + i, sizeof(U));
                 bad |= U((u & exp_mask) == exp_mask);
             }
-            if (bad) scan(b, e);
-        }
+            return bad != 0;
+        };
+        // Large inputs are scanned by the threads of a parallel region (the scan is bound
+        // by memory bandwidth, and the kernels after it run in parallel too); the error
+        // names the first offending value whichever thread saw it.
+        index_t first_bad = blocks;
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (blocks >= 256)
+        for (index_t b = 0; b < blocks; ++b)
+            if (b < first_bad && flagged(b)) first_bad = b;
+        if (first_bad < blocks) scan(first_bad * block, std::min(n, (first_bad + 1) * block));
     } else {
         scan(0, n);
     }
