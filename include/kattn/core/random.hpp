@@ -12,7 +12,11 @@
 #include <cmath>
 #include <cstdint>
 
+// Random123 includes the x86 intrinsic headers; GCC 12 reports PR 105593's false
+// -W(maybe-)uninitialized at their lines with the diagnostic state of their first inclusion.
+#include "warnings_push.hpp"
 #include <Random123/philox.h>
+#include "warnings_pop.hpp"
 
 #include "config.hpp"
 

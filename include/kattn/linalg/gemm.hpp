@@ -192,24 +192,20 @@ void gemm_tn(index_t M, index_t N, index_t K, const T* A, index_t lda, const T* 
 }
 
 /// C (+)= A·B for a lower-triangular use of C: only the entries C[i, j] with j ≤ i, rounded
-/// up to whole register blocks, are written (entries above the diagonal may be left as
-/// they were or hold partial products; the caller masks them). Every entry it writes is
-/// bitwise what gemm writes (same k order).
+/// up to whole batches, are written (entries above the diagonal may be left as they were or
+/// hold partial products; the caller masks them). Every entry it writes is bitwise what gemm
+/// writes (same k order).
 template <class Arch, class T>
 void gemm_lower(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* B, index_t ldb, T* C,
                 index_t ldc, bool accumulate) {
-    using shape = gemm_block_shape<Arch>;
-    constexpr int MR = shape::rows;
-    // Column panel [j, j + w) is needed by rows i ≥ j only: start at the row block holding j.
-    for_each_panel<xsimd::batch<T, Arch>::size, shape::vectors>(N, [&](index_t j, auto nv) {
-        const index_t i0 = std::min(M, (j / MR) * MR);
-        const T* a = A + i0 * a_rs;
-        T* c = C + i0 * ldc + j;
-        if constexpr (decltype(nv)::value == 0)
-            gemm_scalar(M - i0, N - j, K, a, a_rs, a_cs, B + j, ldb, c, ldc, accumulate);
-        else
-            gemm_panel<Arch, T, MR, decltype(nv)::value>(M - i0, K, a, a_rs, a_cs, B + j, ldb, c, ldc, accumulate);
-    });
+    constexpr index_t W = xsimd::batch<T, Arch>::size;
+    constexpr index_t MR = gemm_block_shape<Arch>::rows;
+    // Row blocks outermost: block [i, i + rows) needs the columns j < i + rows only, in whole
+    // batches (a square tile computes about (MR + W)/N + 1/2 of the full product).
+    for (index_t i = 0; i < M; i += MR) {
+        const index_t rows = std::min(MR, M - i), cols = std::min(N, (i + rows + W - 1) / W * W);
+        gemm<Arch>(rows, cols, K, A + i * a_rs, a_rs, a_cs, B, ldb, C + i * ldc, ldc, accumulate);
+    }
 }
 
 /// C (+)= A·B for a lower-triangular A (A[i, k] = 0 for k > i, as the masked intra-tile

@@ -7,6 +7,10 @@
 // finds none); their reduction order is fixed, hence deterministic for a given build.
 #pragma once
 
+// Before xsimd: GCC 12 reports PR 105593's false -W(maybe-)uninitialized at the intrinsic
+// headers' lines, which take the diagnostic state of where they were first included.
+#include "../../core/warnings_push.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -26,8 +30,6 @@
 #else
 #define KATTN_SOFTMAX_USE_XSIMD 0
 #endif
-
-#include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
 
 namespace kattn::detail::softmax {
 
