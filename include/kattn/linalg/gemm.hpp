@@ -76,7 +76,7 @@ inline void gemm_scalar(index_t M, index_t N, index_t K, const T* A, index_t a_r
 /// 8 × 2 (16 accumulators) by default: with AVX2's 16 registers it spills three accumulators,
 /// yet on an AMD EPYC (Zen 4) neither 6 × 2 nor 5 × 2 was faster. AVX-512's 32 registers hold
 /// 6 × 4 (24 accumulators, 4 rows of B, 1 broadcast): on an Intel Xeon (Sapphire Rapids
-/// class) it ran the attention tile products 10–25 % faster than 8 × 2; on the Zen 4, which
+/// class) it ran the attention tile products 5–13 % faster than 8 × 2; on the Zen 4, which
 /// splits 512-bit FMAs in two, no shape clearly won (bench/bench_gemm --blocks times others).
 template <class Arch>
 struct gemm_block_shape {
