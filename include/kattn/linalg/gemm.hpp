@@ -201,7 +201,7 @@ void gemm_lower(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index
     constexpr index_t W = xsimd::batch<T, Arch>::size;
     constexpr index_t MR = gemm_block_shape<Arch>::rows;
     // Row blocks outermost: block [i, i + rows) needs the columns j < i + rows only, in whole
-    // batches (a square tile computes about (MR + W)/N + 1/2 of the full product).
+    // batches (a 64 × 64 float tile with AVX-512's 6-row blocks: 65 % of the full product).
     for (index_t i = 0; i < M; i += MR) {
         const index_t rows = std::min(MR, M - i), cols = std::min(N, (i + rows + W - 1) / W * W);
         gemm<Arch>(rows, cols, K, A + i * a_rs, a_rs, a_cs, B, ldb, C + i * ldc, ldc, accumulate);
