@@ -163,17 +163,17 @@ void pack_b_panels(index_t K, index_t N, const T* B, index_t ldb, T* Bp) {
 /// C (+)= A·B with B packed by pack_b_panels<Arch>: the same products in the same k order as
 /// gemm<Arch>, so the same bits. (MR × NV, the register block, is a parameter for
 /// bench/bench_gemm; B must have been packed with the same NV.)
-template <class Arch, class T, int MR = gemm_block_shape<Arch>::rows, int NV_ = gemm_block_shape<Arch>::vectors>
+template <class Arch, class T, int MR = gemm_block_shape<Arch>::rows, int NV = gemm_block_shape<Arch>::vectors>
 void gemm_packed_b(index_t M, index_t N, index_t K, const T* A, index_t a_rs, index_t a_cs, const T* Bp, T* C,
                    index_t ldc, bool accumulate) {
     constexpr index_t W = xsimd::batch<T, Arch>::size;
-    for_each_panel<W, NV_>(N, [&](index_t j, auto nv) {
-        constexpr int NV = decltype(nv)::value;
-        const index_t w = panel_width<W>(N, j, NV);
-        if constexpr (NV == 0)
+    for_each_panel<W, NV>(N, [&](index_t j, auto nv) {
+        constexpr int vecs = decltype(nv)::value;
+        const index_t w = panel_width<W>(N, j, vecs);
+        if constexpr (vecs == 0)
             gemm_scalar(M, w, K, A, a_rs, a_cs, Bp + j * K, w, C + j, ldc, accumulate);
         else
-            gemm_panel<Arch, T, MR, NV>(M, K, A, a_rs, a_cs, Bp + j * K, w, C + j, ldc, accumulate);
+            gemm_panel<Arch, T, MR, vecs>(M, K, A, a_rs, a_cs, Bp + j * K, w, C + j, ldc, accumulate);
     });
 }
 
