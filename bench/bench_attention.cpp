@@ -10,7 +10,9 @@
 //   fma_peak         the physical FMA ceiling of the thread count (bench/fma_peak.hpp: register-only
 //                    fused multiply-adds on every thread), measured before and after each thread
 //                    count's cases; the better of the two is the peak, and every timed record gets
-//                    peak_fraction = its GFLOP/s / that peak
+//                    peak_fraction = its GFLOP/s / that peak. A build whose kernels are dispatched
+//                    from the kernel library (bench_attention_portable) measures the peak at the
+//                    library's instruction set
 //   sgemm            OpenBLAS cblas_sgemm with the same thread count: a square M=N=K problem
 //                    (measured before and after each thread count's cases; the better of the two is
 //                    the SGEMM ceiling, sgemm_fraction) and, per (L, d, m), the projection-shaped
@@ -241,7 +243,11 @@ public:
         record r = base("fma_peak", label, false, "forward", 0);
         r.heads = r.batch = r.d = r.dv = r.m = 0;
         start_case(r);
-        const auto p = kattn_bench::measure_fma_peak(threads());
+        // A build without -march whose kernels run from the kernel library (bench_attention_portable)
+        // is measured against the FMA peak of the library's instruction set, not its own SSE2.
+        const auto p = kattn::backends::simd::dispatched()
+                           ? kattn_bench::measure_fma_peak_isa(kattn::backends::simd::isa(), threads())
+                           : kattn_bench::measure_fma_peak(threads());
         r.seconds = p.seconds;
         r.flops = p.flops;
         r.repeats = 3;

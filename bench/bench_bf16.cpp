@@ -26,6 +26,10 @@
 #include <string>
 #include <vector>
 
+// GCC PR 105593 (false -Wuninitialized inside _mm512_reduce_add_ps): the push must precede
+// the first inclusion of the intrinsic headers; popped at the end of the file.
+#include <kattn/core/warnings_push.hpp>
+
 #include <immintrin.h>
 #include <omp.h>
 
@@ -226,3 +230,5 @@ int main(int argc, char** argv) {
     }
     return 0;
 }
+
+#include <kattn/core/warnings_pop.hpp>

@@ -92,6 +92,16 @@ void check_error(F&& f, std::initializer_list<std::string> fragments) {
     CHECK_MESSAGE(thrown, "expected kattn::error");
 }
 
+/// Every gradient of two linear_attention backward results is bitwise the same.
+template <class G>
+void check_same_gradients(const G& a, const G& b) {
+    CHECK(a.dq == b.dq);
+    CHECK(a.dk == b.dk);
+    CHECK(a.dv == b.dv);
+    CHECK(a.d_omega == b.d_omega);
+    CHECK(a.d_bias == b.d_bias);
+}
+
 /// A backend test problem: q, k [B, H, L, 8] (sd 0.5), v and the upstream gradient G
 /// [B, H, L, 5], and key lengths L − 3b − 1 (at least 1) per batch entry b when `padded`.
 template <class T>

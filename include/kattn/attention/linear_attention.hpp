@@ -42,8 +42,10 @@
 #include "../samplers/gaussian.hpp"  // default samplers of the built-in maps
 #include "../samplers/orthogonal_gaussian.hpp"
 #include "attention_config.hpp"
+#include "detail/call_options.hpp"
 #include "detail/decoding_state.hpp"
 #include "detail/extents.hpp"
+#include "detail/output.hpp"
 #include "detail/packed.hpp"
 #include "options.hpp"
 #include "saved_state.hpp"
@@ -183,166 +185,82 @@ public:
         return phi;
     }
 
-    // ---- forward -------------------------------------------------------------------------
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
-                                 const xt::xtensor<T, R>& v) const {
-        return forward(q, k, v, false, {});
+    // ---- forward ----------------------------------------------------------------------------
+    /// attn(q, k, v, opts...): opts is any subset of kattn::causal, kattn::key_lengths(...),
+    /// kattn::packed_sequences{...} and a saved_state (filled for backward(), saved_state.hpp),
+    /// in any order, each at most once; key lengths and packed documents exclude each other
+    /// (detail/call_options.hpp). Packed documents: q, k, v are [1, heads, L, dim] or [L, dim]
+    /// and hold the documents back to back; no token attends across a boundary.
+    template <std::size_t R, class... Opts>
+    requires detail::call_options_valid<saved_state&, detail::call_allows_all, Opts...> xt::xtensor<T, R>
+    operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+               Opts&&... opts) const {
+        xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(output_shape(q, v));
+        forward(q, k, v, out, detail::gather_call_options<saved_state, saved_state&>(std::forward<Opts>(opts)...));
+        return out;
     }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 causal_t) const {
-        return forward(q, k, v, true, {});
-    }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 key_lengths lengths) const {
-        return forward(q, k, v, false, lengths, true);
-    }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 causal_t, key_lengths lengths) const {
-        return forward(q, k, v, true, lengths, true);
-    }
-    /// The same four forms, also filling `saved` for backward(…, saved).
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 saved_state& saved) const {
-        return forward(q, k, v, false, {}, false, &saved);
-    }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 causal_t, saved_state& saved) const {
-        return forward(q, k, v, true, {}, false, &saved);
-    }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 key_lengths lengths, saved_state& saved) const {
-        return forward(q, k, v, false, lengths, true, &saved);
-    }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 causal_t, key_lengths lengths, saved_state& saved) const {
-        return forward(q, k, v, true, lengths, true, &saved);
-    }
-    /// Packed documents (options.hpp): q, k, v are [1, heads, L, dim] or [L, dim] and hold
-    /// the documents of `docs` back to back; no token attends across a boundary.
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 packed_sequences docs) const {
-        return forward(q, k, v, false, {}, false, nullptr, &docs);
-    }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 causal_t, packed_sequences docs) const {
-        return forward(q, k, v, true, {}, false, nullptr, &docs);
-    }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 packed_sequences docs, saved_state& saved) const {
-        return forward(q, k, v, false, {}, false, &saved, &docs);
-    }
-    template <std::size_t R>
-    xt::xtensor<T, R> operator()(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                                 causal_t, packed_sequences docs, saved_state& saved) const {
-        return forward(q, k, v, true, {}, false, &saved, &docs);
+
+    /// The same call writing into the caller's `out`, which must already have the output's
+    /// shape (q's, with v's last extent) and must not share memory with q, k or v; nothing
+    /// is allocated for the result. A call that throws leaves `out` unspecified.
+    template <std::size_t R, class... Opts>
+    requires detail::call_options_valid<saved_state&, detail::call_allows_all, Opts...>
+    void forward_into(xt::xtensor<T, R>& out, const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
+                      const xt::xtensor<T, R>& v, Opts&&... opts) const {
+        const std::array<const T*, 3> inputs{q.data(), k.data(), v.data()};
+        const std::array<std::size_t, 3> sizes{q.size(), k.size(), v.size()};
+        detail::check_output("out", out, output_shape(q, v), inputs, sizes);
+        forward(q, k, v, out, detail::gather_call_options<saved_state, saved_state&>(std::forward<Opts>(opts)...));
     }
 
     /// bf16 tensors (operators of T = float): q, k, v rounded to bf16 in, the output rounded
-    /// to bf16 out, every sum in float (docs/operators.md, "bf16 tensors").
-    template <std::size_t R>
-    xt::xtensor<bf16, R> operator()(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
-                                    const xt::xtensor<bf16, R>& v) const requires std::same_as<T, float> {
-        return forward(q, k, v, false, {});
-    }
-    template <std::size_t R>
-    xt::xtensor<bf16, R> operator()(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
-                                    const xt::xtensor<bf16, R>& v, causal_t) const requires std::same_as<T, float> {
-        return forward(q, k, v, true, {});
-    }
-    template <std::size_t R>
-    xt::xtensor<bf16, R> operator()(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
-                                    const xt::xtensor<bf16, R>& v,
-                                    key_lengths lengths) const requires std::same_as<T, float> {
-        return forward(q, k, v, false, lengths, true);
+    /// to bf16 out, every sum in float (docs/operators.md, "bf16 tensors"). Options:
+    /// kattn::causal and kattn::key_lengths.
+    template <std::size_t R, class... Opts>
+    requires std::same_as<T, float> &&
+        detail::call_options_valid<saved_state&, detail::call_allows_causal_lengths, Opts...>
+            xt::xtensor<bf16, R>
+    operator()(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k, const xt::xtensor<bf16, R>& v,
+               Opts&&... opts) const {
+        const auto o = detail::gather_call_options<saved_state, saved_state&>(std::forward<Opts>(opts)...);
+        return forward_bf16(q, k, v, o.causal, o.lengths, o.has_lengths);
     }
 
-    // ---- backward ------------------------------------------------------------------------
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout) const {
-        return run_backward(q, k, v, dout, false, {});
+    // ---- backward ---------------------------------------------------------------------------
+    /// Gradients of ⟨dout, attn(q, k, v, opts...)⟩: ∂q, ∂k, ∂v, ∂Ω and ∂b. opts are the
+    /// forward's options; a saved_state from the forward of these inputs (same options) lets
+    /// the backend skip its own pass over the keys, with the same bits as without it.
+    template <std::size_t R, class... Opts>
+    requires detail::call_options_valid<const saved_state&, detail::call_allows_all, Opts...> gradients<R> backward(
+        const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+        const xt::xtensor<T, R>& dout, Opts&&... opts)
+    const {
+        gradients<R> g;
+        run_backward(q, k, v, dout, g,
+                     detail::gather_call_options<const saved_state, const saved_state&>(std::forward<Opts>(opts)...));
+        return g;
     }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, causal_t) const {
-        return run_backward(q, k, v, dout, true, {});
+
+    /// The same call into the caller's gradients `g`: each of its tensors keeps its memory
+    /// when it already has the right shape and is resized otherwise, so a training loop that
+    /// passes the same `g` every step allocates nothing after the first. g's tensors must not
+    /// share memory with the inputs.
+    template <std::size_t R, class... Opts>
+    requires detail::call_options_valid<const saved_state&, detail::call_allows_all, Opts...>
+    void backward_into(gradients<R>& g, const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k,
+                       const xt::xtensor<T, R>& v, const xt::xtensor<T, R>& dout, Opts&&... opts) const {
+        run_backward(q, k, v, dout, g,
+                     detail::gather_call_options<const saved_state, const saved_state&>(std::forward<Opts>(opts)...));
     }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, key_lengths lengths) const {
-        return run_backward(q, k, v, dout, false, lengths, true);
-    }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, causal_t, key_lengths lengths) const {
-        return run_backward(q, k, v, dout, true, lengths, true);
-    }
-    /// bf16 tensors (T = float): the float backward of the widened tensors; gradients in float.
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k, const xt::xtensor<bf16, R>& v,
-                          const xt::xtensor<bf16, R>& dout) const requires std::same_as<T, float> {
-        return run_backward(to_float(q), to_float(k), to_float(v), to_float(dout), false, {});
-    }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k, const xt::xtensor<bf16, R>& v,
-                          const xt::xtensor<bf16, R>& dout, causal_t) const requires std::same_as<T, float> {
-        return run_backward(to_float(q), to_float(k), to_float(v), to_float(dout), true, {});
-    }
-    /// The same four forms with the state of the forward call on these inputs (same options).
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, const saved_state& saved) const {
-        return run_backward(q, k, v, dout, false, {}, false, &saved);
-    }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, causal_t, const saved_state& saved) const {
-        return run_backward(q, k, v, dout, true, {}, false, &saved);
-    }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, key_lengths lengths, const saved_state& saved) const {
-        return run_backward(q, k, v, dout, false, lengths, true, &saved);
-    }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, causal_t, key_lengths lengths,
-                          const saved_state& saved) const {
-        return run_backward(q, k, v, dout, true, lengths, true, &saved);
-    }
-    /// Packed documents, with or without the forward's saved state.
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, packed_sequences docs) const {
-        return run_backward(q, k, v, dout, false, {}, false, nullptr, &docs);
-    }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, causal_t, packed_sequences docs) const {
-        return run_backward(q, k, v, dout, true, {}, false, nullptr, &docs);
-    }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, packed_sequences docs, const saved_state& saved) const {
-        return run_backward(q, k, v, dout, false, {}, false, &saved, &docs);
-    }
-    template <std::size_t R>
-    gradients<R> backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                          const xt::xtensor<T, R>& dout, causal_t, packed_sequences docs,
-                          const saved_state& saved) const {
-        return run_backward(q, k, v, dout, true, {}, false, &saved, &docs);
-    }
+
+    /// bf16 tensors (T = float): the float backward of the widened tensors; gradients in
+    /// float. Option: kattn::causal.
+    template <std::size_t R, class... Opts>
+    requires std::same_as<T, float> &&
+        detail::call_options_valid<const saved_state&, detail::call_allows_causal, Opts...>
+            gradients<R> backward(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
+                                  const xt::xtensor<bf16, R>& v, const xt::xtensor<bf16, R>& dout, Opts&&... opts)
+    const { return backward(to_float(q), to_float(k), to_float(v), to_float(dout), std::forward<Opts>(opts)...); }
 
     // ---- recurrent decoding ---------------------------------------------------------------
     /// Empty state for `batch × heads` sequences.
@@ -476,17 +394,23 @@ private:
                detail::rows_fingerprint(bias_.data(), 1, index_t(bias_.size()), 0, 4);
     }
 
-    template <std::size_t R>
-    xt::xtensor<T, R> forward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                              bool causal, key_lengths lengths, bool has_lengths = false, saved_state* keep = nullptr,
-                              const packed_sequences* packed = nullptr) const {
-        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths, packed);
-        auto shape = q.shape();
+    /// The output's shape: q's, with v's last extent.
+    template <std::size_t R, class E>
+    static std::array<std::size_t, R> output_shape(const xt::xtensor<E, R>& q, const xt::xtensor<E, R>& v) {
+        std::array<std::size_t, R> shape;
+        std::copy(q.shape().begin(), q.shape().end(), shape.begin());
         shape[R - 1] = v.shape()[R - 1];
-        xt::xtensor<T, R> out = xt::xtensor<T, R>::from_shape(shape);
+        return shape;
+    }
+
+    template <std::size_t R>
+    void forward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                 xt::xtensor<T, R>& out, const detail::call_options<saved_state>& o) const {
+        const auto pb = make_problem(q, k, v, o.causal, o.lengths, o.has_lengths, o.packed);
+        saved_state* keep = o.saved;
         if (keep) keep->clear();
-        if (packed && !backend_packs) {  // one document at a time (detail/packed.hpp)
-            detail::per_document_forward<Backend>(pb, packed->cu_seqlens, out.data());
+        if (o.packed && !backend_packs) {  // one document at a time (detail/packed.hpp)
+            detail::per_document_forward<Backend>(pb, o.packed->cu_seqlens, out.data());
         } else if (keep) {
             if constexpr (backend_saves)
                 Backend::template forward<Map>(pb, out.data(), keep->backend_);
@@ -496,60 +420,66 @@ private:
             Backend::template forward<Map>(pb, out.data());
         }
         if (keep)
-            keep->record(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, packed, params_fingerprint());
-        return out;
+            keep->record(q.shape(), k.shape(), v.shape(), o.causal, o.lengths, o.has_lengths, o.packed,
+                         params_fingerprint());
     }
 
     /// bf16 forward: the backend's own kernels where it has them for this problem,
     /// otherwise the float forward on the widened tensors, rounded back.
     template <std::size_t R>
-    xt::xtensor<bf16, R> forward(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
-                                 const xt::xtensor<bf16, R>& v, bool causal, key_lengths lengths,
-                                 bool has_lengths = false) const {
+    xt::xtensor<bf16, R> forward_bf16(const xt::xtensor<bf16, R>& q, const xt::xtensor<bf16, R>& k,
+                                      const xt::xtensor<bf16, R>& v, bool causal, key_lengths lengths,
+                                      bool has_lengths) const {
         const auto pb = make_problem(q, k, v, causal, lengths, has_lengths, nullptr);
-        auto shape = q.shape();
-        shape[R - 1] = v.shape()[R - 1];
-        auto out = xt::xtensor<bf16, R>::from_shape(shape);
+        auto out = xt::xtensor<bf16, R>::from_shape(output_shape(q, v));
         if constexpr (detail::backend_forwards_bf16<Backend, Map>)
             if (Backend::template forward_bf16<Map>(pb, {q.data(), k.data(), v.data(), out.data()})) return out;
-        const auto wide = forward(to_float(q), to_float(k), to_float(v), causal, lengths, has_lengths);
+        detail::call_options<saved_state> o;
+        o.causal = causal;
+        o.lengths = lengths;
+        o.has_lengths = has_lengths;
+        const auto qf = to_float(q), kf = to_float(k), vf = to_float(v);
+        xt::xtensor<float, R> wide = xt::xtensor<float, R>::from_shape(output_shape(q, v));
+        forward(qf, kf, vf, wide, o);
         std::transform(wide.begin(), wide.end(), out.begin(), [](float x) { return bf16(x); });
         return out;
     }
 
+    /// Shapes g's tensors (keeping memory of the right shape) and runs the backend's backward.
     template <std::size_t R>
-    gradients<R> run_backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
-                              const xt::xtensor<T, R>& dout, bool causal, key_lengths lengths, bool has_lengths = false,
-                              const saved_state* saved = nullptr, const packed_sequences* packed = nullptr) const {
-        const auto pb = make_problem(q, k, v, causal, lengths, has_lengths, packed);
-        if (saved)
-            saved->check(q.shape(), k.shape(), v.shape(), causal, lengths, has_lengths, packed, params_fingerprint());
-        auto oshape = q.shape();
-        oshape[R - 1] = v.shape()[R - 1];
-        detail::require(std::equal(oshape.begin(), oshape.end(), dout.shape().begin()), "dout",
+    void run_backward(const xt::xtensor<T, R>& q, const xt::xtensor<T, R>& k, const xt::xtensor<T, R>& v,
+                      const xt::xtensor<T, R>& dout, gradients<R>& g,
+                      const detail::call_options<const saved_state>& o) const {
+        const auto pb = make_problem(q, k, v, o.causal, o.lengths, o.has_lengths, o.packed);
+        if (o.saved)
+            o.saved->check(q.shape(), k.shape(), v.shape(), o.causal, o.lengths, o.has_lengths, o.packed,
+                           params_fingerprint());
+        const auto oshape = output_shape(q, v);
+        detail::require(std::equal(oshape.begin(), oshape.end(), dout.shape().begin(), dout.shape().end()), "dout",
                         "the output's shape " + detail::shape_text(oshape), detail::shape_text(dout.shape()));
         if (cfg_.check_finite) detail::check_finite("dout", dout.data(), index_t(dout.size()));
-        gradients<R> g;
-        g.dq = xt::xtensor<T, R>::from_shape(q.shape());
-        g.dk = xt::xtensor<T, R>::from_shape(k.shape());
-        g.dv = xt::xtensor<T, R>::from_shape(v.shape());
-        g.d_omega = xt::xtensor<T, 2>::from_shape(omega_.shape());
-        g.d_bias = xt::xtensor<T, 1>::from_shape({map_traits::uses_bias ? std::size_t(m_) : std::size_t(0)});
+        const std::array<const T*, 4> inputs{q.data(), k.data(), v.data(), dout.data()};
+        const std::array<std::size_t, 4> sizes{q.size(), k.size(), v.size(), dout.size()};
+        detail::shape_output("g.dq", g.dq, q.shape(), inputs, sizes);
+        detail::shape_output("g.dk", g.dk, k.shape(), inputs, sizes);
+        detail::shape_output("g.dv", g.dv, v.shape(), inputs, sizes);
+        detail::shape_output("g.d_omega", g.d_omega, omega_.shape(), inputs, sizes);
+        const std::array<std::size_t, 1> bshape{map_traits::uses_bias ? std::size_t(m_) : std::size_t(0)};
+        detail::shape_output("g.d_bias", g.d_bias, bshape, inputs, sizes);
         backends::attention_gradients<T> gv{dout.data(),      g.dq.data(),
                                             g.dk.data(),      g.dv.data(),
                                             g.d_omega.data(), map_traits::uses_bias ? g.d_bias.data() : nullptr};
-        if (packed && !backend_packs) {
-            detail::per_document_backward<Backend>(pb, packed->cu_seqlens, gv);
-            return g;
+        if (o.packed && !backend_packs) {
+            detail::per_document_backward<Backend>(pb, o.packed->cu_seqlens, gv);
+            return;
         }
         if constexpr (backend_saves) {
-            if (saved) {
-                Backend::template backward<Map>(pb, gv, saved->backend_);
-                return g;
+            if (o.saved) {
+                Backend::template backward<Map>(pb, gv, o.saved->backend_);
+                return;
             }
         }
         Backend::template backward<Map>(pb, gv);
-        return g;
     }
 
     config_type cfg_;

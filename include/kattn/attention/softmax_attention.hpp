@@ -2,8 +2,9 @@
 //
 //   out_i = Σ_{j ∈ A(i)} softmax_j(scale · q_i·k_j) v_j,   scale = cfg.scale or 1/√d,
 // A(i) = the valid keys (j < key_lengths[b]), and j ≤ i under kattn::causal.
-// softmax_attention<T>(softmax_config) has linear_attention's call signatures:
-// operator()(q, k, v[, causal][, key_lengths]) and backward(q, k, v, dout, …) → {dq, dk, dv}.
+// softmax_attention<T>(softmax_config) takes linear_attention's options (kattn::causal,
+// kattn::key_lengths, in any order): operator()(q, k, v, opts...) and
+// backward(q, k, v, dout, opts...) → {dq, dk, dv}.
 // Streaming (online) softmax over 32 × 64 tiles, no L × L buffer; flash-style backward.
 // Accumulates in T; bitwise identical for any thread count. Memory, precision and
 // validation: docs/operators.md (softmax_attention) and docs/errors.md.
@@ -25,6 +26,7 @@
 #include "../core/config.hpp"
 #include "../core/error.hpp"
 #include "../core/shape.hpp"
+#include "detail/call_options.hpp"
 #include "detail/softmax_kernels.hpp"
 #include "options.hpp"
 
@@ -76,44 +78,34 @@ public:
 
     // ---------------------------------------------------------------- forward
 
-    template <detail::softmax_container<T> C>
-    C operator()(const C& q, const C& k, const C& v) const {
-        return forward(q, k, v, false, nullptr);
-    }
-    template <detail::softmax_container<T> C>
-    C operator()(const C& q, const C& k, const C& v, causal_t) const {
-        return forward(q, k, v, true, nullptr);
-    }
-    template <detail::softmax_container<T> C>
-    C operator()(const C& q, const C& k, const C& v, key_lengths lengths) const {
-        return forward(q, k, v, false, &lengths);
-    }
-    template <detail::softmax_container<T> C>
-    C operator()(const C& q, const C& k, const C& v, causal_t, key_lengths lengths) const {
-        return forward(q, k, v, true, &lengths);
+    /// attn(q, k, v, opts...): opts is any subset of kattn::causal and kattn::key_lengths(...),
+    /// in any order, each at most once (attention/detail/call_options.hpp).
+    template <detail::softmax_container<T> C, class... Opts>
+    requires detail::call_options_valid<const detail::no_saved_state&, detail::call_allows_causal_lengths, Opts...> C
+    operator()(const C& q, const C& k, const C& v, Opts&&... opts) const {
+        const auto o = gather(std::forward<Opts>(opts)...);
+        return forward(q, k, v, o.causal, o.has_lengths ? &o.lengths : nullptr);
     }
 
     // ---------------------------------------------------------------- backward
 
-    template <detail::softmax_container<T> C>
-    gradients<C> backward(const C& q, const C& k, const C& v, const C& dout) const {
-        return backward_impl(q, k, v, dout, false, nullptr);
-    }
-    template <detail::softmax_container<T> C>
-    gradients<C> backward(const C& q, const C& k, const C& v, const C& dout, causal_t) const {
-        return backward_impl(q, k, v, dout, true, nullptr);
-    }
-    template <detail::softmax_container<T> C>
-    gradients<C> backward(const C& q, const C& k, const C& v, const C& dout, key_lengths lengths) const {
-        return backward_impl(q, k, v, dout, false, &lengths);
-    }
-    template <detail::softmax_container<T> C>
-    gradients<C> backward(const C& q, const C& k, const C& v, const C& dout, causal_t, key_lengths lengths) const {
-        return backward_impl(q, k, v, dout, true, &lengths);
+    /// Gradients of ⟨dout, attn(q, k, v, opts...)⟩ with the forward's options.
+    template <detail::softmax_container<T> C, class... Opts>
+    requires detail::call_options_valid<const detail::no_saved_state&, detail::call_allows_causal_lengths, Opts...>
+        gradients<C> backward(const C& q, const C& k, const C& v, const C& dout, Opts&&... opts)
+    const {
+        const auto o = gather(std::forward<Opts>(opts)...);
+        return backward_impl(q, k, v, dout, o.causal, o.has_lengths ? &o.lengths : nullptr);
     }
 
 private:
     using problem = detail::softmax::problem<T>;
+
+    template <class... Opts>
+    static detail::call_options<const detail::no_saved_state> gather(Opts&&... opts) {
+        return detail::gather_call_options<const detail::no_saved_state, const detail::no_saved_state&>(
+            std::forward<Opts>(opts)...);
+    }
 
     struct setup {
         detail::attention_shape a;
