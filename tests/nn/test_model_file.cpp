@@ -226,6 +226,13 @@ TEST_CASE("nn::with_text_model builds the models of the examples' former with_mo
                 {.dim = base.dim, .heads = base.heads, .num_features = base.num_features, .seed = layer_seed(l)});
         },
         false);
+    compare(
+        "qk-softplus",
+        [&](index_t l) {
+            return nn::kernel_mha<features::softplus, samplers::gaussian, float>(
+                {.dim = base.dim, .heads = base.heads, .num_features = base.num_features, .seed = layer_seed(l)});
+        },
+        false);
     auto fska = [&](double s, bool positive, bool learnable_v) {
         return [=, &base](index_t l) {
             return nn::fska_attention<float>({.dim = base.dim,
@@ -276,6 +283,7 @@ TEST_CASE("nn::model_spec: defaults, checks and the kinds") {
     bad([](auto& t) { t.kind = "fska-s4x"; }, "fska-s4x");
     bad([](auto& t) { t.kind = "fska-s4", t.fska_scale = 2; }, "'fska_scale'");
     bad([](auto& t) { t.kind = "softmax"; }, "'softmax'");
+    bad([](auto& t) { t.kind = "qk-trig"; }, "after 'qk-', got 'trig'");  // qk- takes the positive maps
     nn::model_spec k;
     k.kind = "fska-s2.5";
     CHECK(nn::resolve_kind(k).scale == 2.5);

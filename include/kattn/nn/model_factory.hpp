@@ -68,9 +68,21 @@ void with_attention(const model_spec& spec, G&& g) {
             g([s](index_t l) { return uniform_attention<float>({.dim = s.dim, .seed = layer_seed(s, l)}); });
             return;
         case attention_family::performer:
-            g([s](index_t l) {
-                return performer<float>(
-                    {.dim = s.dim, .heads = s.heads, .num_features = s.num_features, .seed = layer_seed(s, l)});
+            if (r.map.empty()) {
+                g([s](index_t l) {
+                    return performer<float>(
+                        {.dim = s.dim, .heads = s.heads, .num_features = s.num_features, .seed = layer_seed(s, l)});
+                });
+                return;
+            }
+            kattn::for_each_type<kattn::features::all>([&]<class Map>() {  // qk-<map>
+                if constexpr (Map::is_positive && !requires { typename Map::inner_map; }) {
+                    if (r.map != Map::name) return;
+                    g([s](index_t l) {
+                        return kernel_mha<Map, typename Map::default_sampler, float>(
+                            {.dim = s.dim, .heads = s.heads, .num_features = s.num_features, .seed = layer_seed(s, l)});
+                    });
+                }
             });
             return;
         case attention_family::fska:

@@ -4,10 +4,13 @@
 //
 //   kind                 transformer, transformer-noqkv, uniform, performer, fska,
 //                        fska-s<k> (fska with scale k), fska-signed, fska-learnable-v,
-//                        vanilla-<map>, kernel-<map>, shrunk-<map> (<map>: a positive map
-//                        of kattn::features::all; kernel- runs Coulomb phase A before training)
+//                        qk-<map> (the map with learned Q/K/V projections and fixed random
+//                        frequencies, as performer is for favor), vanilla-<map>, kernel-<map>,
+//                        shrunk-<map> (Coulomb layers: Q = K = the input, no projections;
+//                        <map>: a positive map of kattn::features::all; kernel- runs Coulomb
+//                        phase A before training)
 //   dim 64, heads 4, layers 2, ffn_hidden 256, head_hidden 0, dropout 0.1, pre_ln false,
-//   num_features 64 (m per head: performer, vanilla/kernel/shrunk), fska_pairs 64,
+//   num_features 64 (m per head: performer, qk, vanilla/kernel/shrunk), fska_pairs 64,
 //   fska_kl_weight 1e-3, fska_scale 1 (s of fska and fska-learnable-v), align_samples 1024,
 //   align_steps 200 (phase A), max_length 64 (positions and truncation), classes 2, seed 1.
 // check_model_spec(spec) throws kattn::error naming the field; spec_text(spec) and
@@ -67,7 +70,7 @@ struct resolved_kind {
     double scale = 1.0;        ///< fska: s
     bool align = false;        ///< coulomb: kernel- (phase A)
     bool shrunk = false;       ///< coulomb: shrunk-
-    std::string map;           ///< coulomb: the map's name
+    std::string map;           ///< coulomb, and performer with qk-<map>: the map's name
 };
 
 namespace detail {
@@ -113,6 +116,12 @@ inline resolved_kind resolve_kind(const model_spec& spec) {
         r.family = attention_family::uniform;
     } else if (k == "performer") {
         r.family = attention_family::performer;
+    } else if (starts("qk-")) {  // kernel_mha<map>: learned Q, K, V projections, fixed random Ω
+        r.family = attention_family::performer;
+        r.map = k.substr(3);
+        if (!detail::is_coulomb_map(r.map))
+            throw kattn::error("kattn: argument 'model': expected a map in {" + detail::coulomb_map_names() +
+                               "} after 'qk-', got '" + r.map + "'");
     } else if (k == "fska" || k == "fska-signed" || k == "fska-learnable-v") {
         r.family = attention_family::fska;
         r.positive = k != "fska-signed";
@@ -136,7 +145,8 @@ inline resolved_kind resolve_kind(const model_spec& spec) {
     } else {
         throw kattn::error(
             "kattn: argument 'model': expected transformer, transformer-noqkv, uniform, performer, "
-            "fska, fska-s<k>, fska-signed, fska-learnable-v, vanilla-<map>, kernel-<map> or shrunk-<map>, got '" +
+            "fska, fska-s<k>, fska-signed, fska-learnable-v, qk-<map>, vanilla-<map>, kernel-<map> or shrunk-<map>, "
+            "got '" +
             k + "'");
     }
     return r;
