@@ -63,6 +63,11 @@ int main(int argc, char** argv) {
     app.add_option("--ffn", mo.ffn_hidden, "feed-forward width")->check(CLI::PositiveNumber);
     app.add_option("--pairs", mo.fska_pairs, "FSKA frequency pairs per head")->check(CLI::PositiveNumber);
     app.add_option("--features", mo.kernel_features, "features per head of performer / vanilla / kernel models");
+    app.add_option("--temperature", mo.temperature, "tau of the map (qk-<map> and Coulomb models whose map has one)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--input-scale", mo.input_scale,
+                   "q and k multiplied by this before the map (qk-<map> and Coulomb models; 0: the map's default)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--threads", threads, "OpenMP threads (0: default)");
     CLI11_PARSE(app, argc, argv);
     if (threads > 0) omp_set_num_threads(int(threads));

@@ -57,6 +57,8 @@ struct model_options {
     index_t kernel_features = nn::model_spec{}.num_features;  ///< m per head for performer / vanilla / kernel models
     index_t align_samples = nn::model_spec{}.align_samples;   ///< Coulomb phase A: pooled items
     index_t align_steps = nn::model_spec{}.align_steps;       ///< Coulomb phase A: Langevin steps per layer
+    double temperature = nn::model_spec{}.temperature;        ///< τ of the map (qk- and Coulomb kinds)
+    double input_scale = nn::model_spec{}.input_scale;        ///< 0: the map's default (qk- and Coulomb kinds)
 };
 
 /// One seed's outcome.
@@ -83,6 +85,7 @@ struct record {
     double accuracy = 0, accuracy_sd = 0, macro_f1 = 0, macro_f1_sd = 0, ece = 0;
     long long params = 0;
     double seconds = 0, entropy = std::nan(""), epochs = 0, kta_before = std::nan(""), kta_after = std::nan("");
+    double temperature = 1.0, input_scale = 0.0;  ///< the map's options, recorded when not the defaults
     std::vector<outcome> runs;
 
     nlohmann::json json() const {
@@ -99,6 +102,8 @@ struct record {
                          {"epochs", epochs}};
         if (std::isfinite(entropy)) j["attention_entropy"] = entropy;
         if (std::isfinite(kta_before)) j["kta_before"] = kta_before, j["kta_after"] = kta_after;
+        if (temperature != 1.0) j["temperature"] = temperature;
+        if (input_scale != 0.0) j["input_scale"] = input_scale;
         j["runs"] = nlohmann::json::array();
         for (const auto& o : runs) j["runs"].push_back(o.json());
         return j;
@@ -163,6 +168,8 @@ inline nn::model_spec spec_of(const std::string& name, const model_options& mo, 
     s.fska_kl_weight = mo.fska_kl_weight;
     s.align_samples = mo.align_samples;
     s.align_steps = mo.align_steps;
+    s.temperature = mo.temperature;
+    s.input_scale = mo.input_scale;
     s.classes = classes;
     s.seed = seed;
     return s;
@@ -269,7 +276,10 @@ record run_model(const std::string& name, const std::string& dataset_name, const
                              o.seconds, o.epochs);
         });
     }
-    return aggregate(name, dataset_name, os);
+    record r = aggregate(name, dataset_name, os);
+    r.temperature = mo.temperature;
+    r.input_scale = mo.input_scale;
+    return r;
 }
 
 /// The examples' trainer settings: `epochs`, mini-batches of `batch`, AdamW at peak `lr` with

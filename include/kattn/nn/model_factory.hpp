@@ -78,9 +78,15 @@ void with_attention(const model_spec& spec, G&& g) {
             kattn::for_each_type<kattn::features::all>([&]<class Map>() {  // qk-<map>
                 if constexpr (Map::is_positive && !requires { typename Map::inner_map; }) {
                     if (r.map != Map::name) return;
-                    g([s](index_t l) {
-                        return kernel_mha<Map, typename Map::default_sampler, float>(
-                            {.dim = s.dim, .heads = s.heads, .num_features = s.num_features, .seed = layer_seed(s, l)});
+                    kattn::attention_config<> a{};
+                    a.temperature = s.temperature;
+                    if (s.input_scale > 0) a.input_scale = s.input_scale;
+                    g([s, a](index_t l) {
+                        return kernel_mha<Map, typename Map::default_sampler, float>({.dim = s.dim,
+                                                                                      .heads = s.heads,
+                                                                                      .num_features = s.num_features,
+                                                                                      .seed = layer_seed(s, l),
+                                                                                      .attention = a});
                     });
                 }
             });
@@ -102,6 +108,8 @@ void with_attention(const model_spec& spec, G&& g) {
                 if constexpr (Map::is_positive && !requires { typename Map::inner_map; }) {
                     if (r.map != Map::name) return;
                     coulomb_config c{.dim = s.dim, .heads = s.heads, .num_features = s.num_features};
+                    c.temperature = s.temperature;
+                    if (s.input_scale > 0) c.input_scale = s.input_scale;
                     if (r.shrunk) c.sigma = std::sqrt(double(s.dim / s.heads)) / c.langevin.radius;
                     g([s, c](index_t l) {
                         coulomb_config cl = c;

@@ -11,12 +11,15 @@
 //                        phase A before training)
 //   dim 64, heads 4, layers 2, ffn_hidden 256, head_hidden 0, dropout 0.1, pre_ln false,
 //   num_features 64 (m per head: performer, qk, vanilla/kernel/shrunk), fska_pairs 64,
-//   fska_kl_weight 1e-3, fska_scale 1 (s of fska and fska-learnable-v), align_samples 1024,
+//   fska_kl_weight 1e-3, fska_scale 1 (s of fska and fska-learnable-v), temperature 1 (τ of
+//   the map: qk-/vanilla-/kernel-/shrunk-<map> with a map that has one), input_scale 0 (the
+//   map's default; else q, k are multiplied by it: qk- and Coulomb kinds), align_samples 1024,
 //   align_steps 200 (phase A), max_length 64 (positions and truncation), classes 2, seed 1.
 // check_model_spec(spec) throws kattn::error naming the field; spec_text(spec) and
 // parse_model_spec(lines, label) are the key=value form used by model files
 // (nn/model_file.hpp): every key once, integers and doubles range-checked, unknown keys and
-// kinds rejected. The factory that builds the model is nn/model_factory.hpp.
+// kinds rejected; temperature and input_scale are written only when they differ from their
+// defaults and may be absent when read (files written before they existed). The factory that builds the model is nn/model_factory.hpp.
 #pragma once
 
 #include <cctype>
@@ -51,6 +54,8 @@ struct model_spec {
     index_t fska_pairs = 64;       ///< frequency pairs per FSKA head
     double fska_kl_weight = 1e-3;  ///< λ of FSKA's KL term
     double fska_scale = 1.0;       ///< s of φ⁺ for fska and fska-learnable-v (fska-s<k> sets k itself)
+    double temperature = 1.0;      ///< τ of the map (qk-/Coulomb kinds whose map has one)
+    double input_scale = 0.0;      ///< q, k multiplied by this before the map (qk-/Coulomb); 0: the map's default
     index_t align_samples = 1024;  ///< Coulomb phase A: pooled training items
     index_t align_steps = 200;     ///< Coulomb phase A: Langevin steps per layer
     index_t max_length = 64;       ///< position table and truncation length (tokens)
@@ -72,6 +77,15 @@ struct resolved_kind {
     bool shrunk = false;       ///< coulomb: shrunk-
     std::string map;           ///< coulomb, and performer with qk-<map>: the map's name
 };
+
+/// True if the positive map `name` has a temperature τ (its params have a `temperature`).
+inline bool map_has_temperature(std::string_view name) {
+    bool has = false;
+    kattn::for_each_type<kattn::features::all>([&]<class Map>() {
+        if constexpr (requires(typename Map::params p) { p.temperature; }) has = has || name == Map::name;
+    });
+    return has;
+}
 
 namespace detail {
 
@@ -180,15 +194,27 @@ inline void check_model_spec(const model_spec& s) {
     detail::require(std::isfinite(s.fska_kl_weight) && s.fska_kl_weight >= 0, "fska_kl_weight", "a finite value >= 0",
                     s.fska_kl_weight);
     detail::require(std::isfinite(s.fska_scale) && s.fska_scale > 0, "fska_scale", "a finite value > 0", s.fska_scale);
+    detail::require(std::isfinite(s.temperature) && s.temperature > 0, "temperature", "a finite value > 0",
+                    s.temperature);
+    detail::require(std::isfinite(s.input_scale) && s.input_scale >= 0, "input_scale",
+                    "a finite value >= 0 (0: the map's default)", s.input_scale);
     detail::require(in(s.align_samples, 2, max_align), "align_samples", range(2, max_align), s.align_samples);
     detail::require(in(s.align_steps, 1, max_align), "align_steps", range(1, max_align), s.align_steps);
     detail::require(in(s.max_length, 1, spec_limits::max_length), "max_length", range(1, spec_limits::max_length),
                     s.max_length);
     detail::require(in(s.classes, 2, max_classes), "classes", range(2, max_classes), s.classes);
-    (void)resolve_kind(s);
+    const resolved_kind r = resolve_kind(s);
+    if (r.map.empty()) {  // only qk-<map> and the Coulomb kinds pass these to a map
+        const std::string why = " with kind '" + s.kind + "' (only qk-<map> and the Coulomb kinds take it)";
+        detail::require(s.temperature == 1.0, "temperature", "1 (the default)" + why, s.temperature);
+        detail::require(s.input_scale == 0.0, "input_scale", "0 (the default)" + why, s.input_scale);
+    } else if (!map_has_temperature(r.map))
+        detail::require(s.temperature == 1.0, "temperature",
+                        "1 (the default) with the map '" + r.map + "', which has no temperature", s.temperature);
 }
 
-/// The key=value lines of spec (one per field, in declaration order; doubles round-trip exactly).
+/// The key=value lines of spec (one per field, in declaration order, temperature and
+/// input_scale only when not the default; doubles round-trip exactly).
 inline std::string spec_text(const model_spec& s) {
     auto num = [](double v) {
         char buf[40];
@@ -200,6 +226,8 @@ inline std::string spec_text(const model_spec& s) {
            "\nffn_hidden=" + i(s.ffn_hidden) + "\nhead_hidden=" + i(s.head_hidden) + "\ndropout=" + num(s.dropout) +
            "\npre_ln=" + i(int(s.pre_ln)) + "\nnum_features=" + i(s.num_features) + "\nfska_pairs=" + i(s.fska_pairs) +
            "\nfska_kl_weight=" + num(s.fska_kl_weight) + "\nfska_scale=" + num(s.fska_scale) +
+           (s.temperature != 1.0 ? "\ntemperature=" + num(s.temperature) : std::string()) +
+           (s.input_scale != 0.0 ? "\ninput_scale=" + num(s.input_scale) : std::string()) +
            "\nalign_samples=" + i(s.align_samples) + "\nalign_steps=" + i(s.align_steps) +
            "\nmax_length=" + i(s.max_length) + "\nclasses=" + i(s.classes) + "\nseed=" + i(s.seed) + "\n";
 }
@@ -251,6 +279,8 @@ inline model_spec parse_model_spec(std::map<std::string, std::string> kv, const 
     s.fska_pairs = index_t(integer("fska_pairs", imax));
     s.fska_kl_weight = real("fska_kl_weight");
     s.fska_scale = real("fska_scale");
+    if (kv.contains("temperature")) s.temperature = real("temperature");  // optional: see the file comment
+    if (kv.contains("input_scale")) s.input_scale = real("input_scale");
     s.align_samples = index_t(integer("align_samples", imax));
     s.align_steps = index_t(integer("align_steps", imax));
     s.max_length = index_t(integer("max_length", imax));

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -38,6 +39,8 @@ struct coulomb_config {
     double floor = 1e-6;       ///< floor of the map
     bool renormalize = true;   ///< ℓ1 renormalisation of the map
     double sigma = 1.0;        ///< initial particles ~ N(0, σ⁻²I)
+    /// Q = K = the input times this before the map (default: the map's, d_h^{-1/4} for favor, else 1).
+    std::optional<double> input_scale{};
     /// Phase A dynamics (published: η = 2e-3, β = 50, λ = 1e-3, R = 1.5, clip 10; Coulomb
     /// potential, replaced by the log potential when the particle dimension is < 3).
     samplers::langevin_options langevin{.step_size = 2e-3,
@@ -73,6 +76,7 @@ public:
         g.floor = cfg.floor;
         g.renormalize = cfg.renormalize;
         g.sigma = cfg.sigma;
+        g.input_scale = cfg.input_scale;
         typename operator_type::config_type a = g;
         samplers::langevin_options opt = cfg.langevin;
         if (opt.potential == samplers::repulsion::coulomb && traits::frequency_dim(dh_) < 3)
