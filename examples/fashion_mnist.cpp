@@ -58,6 +58,8 @@ int main(int argc, char** argv) {
     app.add_option("--input-scale", mo.input_scale,
                    "q and k multiplied by this before the map (qk-<map> and Coulomb models; 0: the map's default)")
         ->check(CLI::NonNegativeNumber);
+    app.add_flag("--learn-scale", mo.learn_input_scale,
+                 "Coulomb models: learn each head's input scale, starting from --input-scale or the map's default");
     auto* patch_option = app.add_option("--patch", patch, "patch shape HxW dividing 28x28, or 'rows'");
     app.add_flag("--pixels", pixels, "pixel-level sequences: 784 tokens per image (--patch 1x1)")
         ->excludes(patch_option);

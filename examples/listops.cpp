@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
     app.add_option("--input-scale", mo.input_scale,
                    "q and k multiplied by this before the map (qk-<map> and Coulomb models; 0: the map's default)")
         ->check(CLI::NonNegativeNumber);
+    app.add_flag("--learn-scale", mo.learn_input_scale,
+                 "Coulomb models: learn each head's input scale, starting from --input-scale or the map's default");
     app.add_option("--threads", threads, "OpenMP threads (0: default)");
     CLI11_PARSE(app, argc, argv);
     if (threads > 0) omp_set_num_threads(int(threads));

@@ -59,6 +59,7 @@ struct model_options {
     index_t align_steps = nn::model_spec{}.align_steps;       ///< Coulomb phase A: Langevin steps per layer
     double temperature = nn::model_spec{}.temperature;        ///< τ of the map (qk- and Coulomb kinds)
     double input_scale = nn::model_spec{}.input_scale;        ///< 0: the map's default (qk- and Coulomb kinds)
+    bool learn_input_scale = nn::model_spec{}.learn_input_scale;  ///< Coulomb kinds: learned per head
 };
 
 /// One seed's outcome.
@@ -86,6 +87,7 @@ struct record {
     long long params = 0;
     double seconds = 0, entropy = std::nan(""), epochs = 0, kta_before = std::nan(""), kta_after = std::nan("");
     double temperature = 1.0, input_scale = 0.0;  ///< the map's options, recorded when not the defaults
+    bool learn_input_scale = false;
     std::vector<outcome> runs;
 
     nlohmann::json json() const {
@@ -104,6 +106,7 @@ struct record {
         if (std::isfinite(kta_before)) j["kta_before"] = kta_before, j["kta_after"] = kta_after;
         if (temperature != 1.0) j["temperature"] = temperature;
         if (input_scale != 0.0) j["input_scale"] = input_scale;
+        if (learn_input_scale) j["learn_input_scale"] = true;
         j["runs"] = nlohmann::json::array();
         for (const auto& o : runs) j["runs"].push_back(o.json());
         return j;
@@ -170,6 +173,7 @@ inline nn::model_spec spec_of(const std::string& name, const model_options& mo, 
     s.align_steps = mo.align_steps;
     s.temperature = mo.temperature;
     s.input_scale = mo.input_scale;
+    s.learn_input_scale = mo.learn_input_scale;
     s.classes = classes;
     s.seed = seed;
     return s;
@@ -279,6 +283,7 @@ record run_model(const std::string& name, const std::string& dataset_name, const
     record r = aggregate(name, dataset_name, os);
     r.temperature = mo.temperature;
     r.input_scale = mo.input_scale;
+    r.learn_input_scale = mo.learn_input_scale;
     return r;
 }
 

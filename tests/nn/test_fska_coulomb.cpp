@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <optional>
 
 #include <kattn/features/elu.hpp>
 #include <kattn/features/favor.hpp>
@@ -187,6 +188,46 @@ TEST_CASE("nn::coulomb_attention: backward matches finite differences and never 
     check(fav);
     nn::coulomb_attention<features::porf_softplus, double> porf({.dim = 8, .heads = 2, .num_features = 12, .seed = 7});
     check(porf);
+}
+
+TEST_CASE("nn::coulomb_attention: a learned input scale per head") {
+    const auto ctx = ctx_of(true, 1);
+    const dtensor x = kt::randn2(10, 8, 16);
+    auto check = [&]<class Map>(bool causal, std::optional<double> s0, double expect0) {
+        CAPTURE(Map::name);
+        nn::coulomb_config c{.dim = 8, .heads = 2, .num_features = 12, .causal = causal, .seed = 8};
+        c.input_scale = s0;
+        nn::coulomb_attention<Map, double> fixed(c);
+        c.learn_input_scale = true;
+        nn::coulomb_attention<Map, double> learned(c);
+        nn::parameter_list ps;
+        learned.collect(ps, "c");
+        REQUIRE(ps.size() == 5u);
+        CHECK(ps.back().name == "c.log_scale");
+        CHECK(!ps.back().decay);
+        CHECK(ps.back().value64[0] == doctest::Approx(std::log(expect0)).epsilon(1e-15));
+        CHECK(learned.input_scale(1) == doctest::Approx(expect0).epsilon(1e-15));
+        CHECK(learned.attention(0).input_scale() == 1.0);  // the scale is applied before the operator
+        // At its starting value the learned scale is the fixed layer, to rounding.
+        const dtensor y0 = fixed.forward(x, ctx), y1 = learned.forward(x, ctx);
+        double worst = 0;
+        for (std::size_t i = 0; i < y0.size(); ++i) worst = std::max(worst, std::abs(y0.data()[i] - y1.data()[i]));
+        CHECK(worst < 1e-12);
+        // Away from it the layer changes, and ∂/∂ℓ_h agrees with finite differences.
+        ps.back().value64[0] += 0.3;
+        ps.back().value64[1] -= 0.2;
+        const dtensor y2 = learned.forward(x, ctx);
+        double moved = 0;
+        for (std::size_t i = 0; i < y0.size(); ++i) moved = std::max(moved, std::abs(y2.data()[i] - y1.data()[i]));
+        CHECK(moved > 1e-3);
+        const auto r = kt::check_gradients([&](const dtensor& in) { return learned.forward(in, ctx); },
+                                           [&](const dtensor& g) { return learned.backward(g, ctx); }, ps, x, 1e-4);
+        CHECK(r.max_err_x < 1e-4);  // central differences, h = 1e-6: entries near 1e-5 keep ~1e-5 noise
+        CHECK(r.max_err_p < 1e-4);
+    };
+    check.template operator()<features::favor>(false, std::nullopt, std::pow(4.0, -0.25));  // d_h = 4
+    check.template operator()<features::favor>(true, 0.8, 0.8);
+    check.template operator()<features::elu>(true, std::nullopt, 1.0);
 }
 
 TEST_CASE("nn::coulomb_attention: align() raises the kernel-target alignment and installs the particles") {

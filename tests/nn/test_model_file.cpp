@@ -301,9 +301,15 @@ TEST_CASE("nn::text_classifier: save and load_model give bitwise the same predic
     std::vector<std::string> probe = dev_t.sentences;
     probe.push_back("w5 unseen words W5");
     probe.push_back("");
-    for (const std::string kind : {"transformer", "performer", "fska", "kernel-elu"}) {
+    // vanilla-softplus carries the optional keys: τ, an input scale and learned scales per head.
+    auto spec_for = [](const std::string& kind) {
+        nn::model_spec s = tiny(kind);
+        if (kind == "vanilla-softplus") s.temperature = 0.5, s.input_scale = 1.25, s.learn_input_scale = true;
+        return s;
+    };
+    for (const std::string kind : {"transformer", "performer", "fska", "kernel-elu", "vanilla-softplus"}) {
         CAPTURE(kind);
-        nn::text_classifier clf(tiny(kind), vocab, {"no", "yes"});
+        nn::text_classifier clf(spec_for(kind), vocab, {"no", "yes"});
         const auto before = clf.predict_proba(probe);
         const auto fit =
             clf.fit(train, &dev, {.epochs = 2, .batch_size = 16, .lr = 3e-3, .seed = 1, .progress = false});
@@ -319,6 +325,7 @@ TEST_CASE("nn::text_classifier: save and load_model give bitwise the same predic
         nn::text_classifier back = nn::load_model(path);
         CHECK(back.spec().kind == kind);
         CHECK(back.spec().seed == 3);
+        CHECK(nn::spec_text(back.spec()) == nn::spec_text(clf.spec()));
         CHECK(back.label_names() == std::vector<std::string>{"no", "yes"});
         CHECK(back.vocab().to_string() == vocab.to_string());
         CHECK(back.aligned() == clf.aligned());

@@ -97,6 +97,8 @@ TEST_CASE("nn::model_spec: temperature and input_scale are checked by name") {
         bad([&](auto& t) { t.kind = kind, t.temperature = 2; }, "'temperature'", kind);
         bad([&](auto& t) { t.kind = kind, t.input_scale = 2; }, "'input_scale'", kind);
     }
+    bad([](auto& t) { t.kind = "qk-softplus", t.learn_input_scale = true; }, "'learn_input_scale'", "qk-softplus");
+    bad([](auto& t) { t.kind = "performer", t.learn_input_scale = true; }, "'learn_input_scale'", "Coulomb");
     nn::model_spec ok = small("kernel-favor");
     ok.input_scale = 0.3;  // favor has no τ but takes an input scale
     CHECK_NOTHROW(nn::check_model_spec(ok));
@@ -113,12 +115,15 @@ TEST_CASE("nn::model_spec: the file keys temperature and input_scale are optiona
     nn::model_spec s = d;
     s.temperature = 0.1 + 0.2;  // not a short decimal: must round-trip exactly
     s.input_scale = 1.0 / 3.0;
+    s.learn_input_scale = true;
     const auto kv = key_values(nn::spec_text(s));
     REQUIRE(kv.contains("temperature"));
     REQUIRE(kv.contains("input_scale"));
+    REQUIRE(kv.contains("learn_input_scale"));
     const nn::model_spec r = nn::parse_model_spec(kv, "m");
     CHECK(r.temperature == s.temperature);
     CHECK(r.input_scale == s.input_scale);
+    CHECK(r.learn_input_scale);
     CHECK(nn::spec_text(r) == nn::spec_text(s));
 
     auto rejects = [](std::map<std::string, std::string> kv, const char* what) {
@@ -132,7 +137,28 @@ TEST_CASE("nn::model_spec: the file keys temperature and input_scale are optiona
     rejects(with("temperature", "abc"), "'temperature' a finite decimal number");
     rejects(with("input_scale", "-2"), "input_scale");
     rejects(with("temperature", "0"), "temperature");
+    rejects(with("learn_input_scale", "2"), "'learn_input_scale' a decimal integer in [0, 1]");
     auto t = with("temperature", "2");
     t["kind"] = "performer";
     rejects(t, "'temperature'");
+}
+
+TEST_CASE("nn::model_spec: learn_input_scale gives every Coulomb layer a learned scale per head") {
+    nn::model_spec s = small("vanilla-favor");
+    s.input_scale = 0.9;
+    s.learn_input_scale = true;
+    nn::with_text_model(s, 10, [&](auto& model) {
+        auto& enc = model.encoder_stack();
+        if constexpr (requires { enc.layer(0).attention().input_scale(index_t(0)); }) {
+            for (index_t l = 0; l < s.layers; ++l)
+                for (index_t h = 0; h < s.heads; ++h) CHECK(enc.layer(l).attention().input_scale(h) == 0.9f);
+            nn::parameter_list ps;
+            model.collect(ps, "m");
+            int scales = 0;
+            for (const auto& p : ps) scales += p.name.ends_with(".log_scale") && p.size() == s.heads;
+            CHECK(scales == int(s.layers));
+        } else {
+            FAIL("vanilla-favor did not build Coulomb layers");
+        }
+    });
 }

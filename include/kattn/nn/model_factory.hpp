@@ -110,6 +110,7 @@ void with_attention(const model_spec& spec, G&& g) {
                     coulomb_config c{.dim = s.dim, .heads = s.heads, .num_features = s.num_features};
                     c.temperature = s.temperature;
                     if (s.input_scale > 0) c.input_scale = s.input_scale;
+                    c.learn_input_scale = s.learn_input_scale;
                     if (r.shrunk) c.sigma = std::sqrt(double(s.dim / s.heads)) / c.langevin.radius;
                     g([s, c](index_t l) {
                         coulomb_config cl = c;

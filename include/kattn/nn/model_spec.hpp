@@ -13,13 +13,14 @@
 //   num_features 64 (m per head: performer, qk, vanilla/kernel/shrunk), fska_pairs 64,
 //   fska_kl_weight 1e-3, fska_scale 1 (s of fska and fska-learnable-v), temperature 1 (τ of
 //   the map: qk-/vanilla-/kernel-/shrunk-<map> with a map that has one), input_scale 0 (the
-//   map's default; else q, k are multiplied by it: qk- and Coulomb kinds), align_samples 1024,
+//   map's default; else q, k are multiplied by it: qk- and Coulomb kinds), learn_input_scale
+//   false (Coulomb kinds: one scale per head learned from there on), align_samples 1024,
 //   align_steps 200 (phase A), max_length 64 (positions and truncation), classes 2, seed 1.
 // check_model_spec(spec) throws kattn::error naming the field; spec_text(spec) and
 // parse_model_spec(lines, label) are the key=value form used by model files
 // (nn/model_file.hpp): every key once, integers and doubles range-checked, unknown keys and
-// kinds rejected; temperature and input_scale are written only when they differ from their
-// defaults and may be absent when read (files written before they existed). The factory that builds the model is nn/model_factory.hpp.
+// kinds rejected; temperature, input_scale and learn_input_scale are written only when they
+// differ from their defaults and may be absent when read (files written before they existed). The factory that builds the model is nn/model_factory.hpp.
 #pragma once
 
 #include <cctype>
@@ -43,22 +44,23 @@ namespace kattn::nn {
 /// A classifier's configuration (defaults: the header comment and docs/encoder.md).
 struct model_spec {
     std::string kind = "transformer";
-    index_t dim = 64;              ///< model width D
-    index_t heads = 4;             ///< attention heads (a divisor of dim)
-    index_t layers = 2;            ///< encoder layers
-    index_t ffn_hidden = 256;      ///< FFN hidden width
-    index_t head_hidden = 0;       ///< MLP head hidden width (0: one Linear)
-    double dropout = 0.1;          ///< encoder and head dropout
-    bool pre_ln = false;           ///< pre-LN encoder layers (default post-LN)
-    index_t num_features = 64;     ///< m per head: performer, vanilla-/kernel-/shrunk-<map>
-    index_t fska_pairs = 64;       ///< frequency pairs per FSKA head
-    double fska_kl_weight = 1e-3;  ///< λ of FSKA's KL term
-    double fska_scale = 1.0;       ///< s of φ⁺ for fska and fska-learnable-v (fska-s<k> sets k itself)
-    double temperature = 1.0;      ///< τ of the map (qk-/Coulomb kinds whose map has one)
-    double input_scale = 0.0;      ///< q, k multiplied by this before the map (qk-/Coulomb); 0: the map's default
-    index_t align_samples = 1024;  ///< Coulomb phase A: pooled training items
-    index_t align_steps = 200;     ///< Coulomb phase A: Langevin steps per layer
-    index_t max_length = 64;       ///< position table and truncation length (tokens)
+    index_t dim = 64;                ///< model width D
+    index_t heads = 4;               ///< attention heads (a divisor of dim)
+    index_t layers = 2;              ///< encoder layers
+    index_t ffn_hidden = 256;        ///< FFN hidden width
+    index_t head_hidden = 0;         ///< MLP head hidden width (0: one Linear)
+    double dropout = 0.1;            ///< encoder and head dropout
+    bool pre_ln = false;             ///< pre-LN encoder layers (default post-LN)
+    index_t num_features = 64;       ///< m per head: performer, vanilla-/kernel-/shrunk-<map>
+    index_t fska_pairs = 64;         ///< frequency pairs per FSKA head
+    double fska_kl_weight = 1e-3;    ///< λ of FSKA's KL term
+    double fska_scale = 1.0;         ///< s of φ⁺ for fska and fska-learnable-v (fska-s<k> sets k itself)
+    double temperature = 1.0;        ///< τ of the map (qk-/Coulomb kinds whose map has one)
+    double input_scale = 0.0;        ///< q, k multiplied by this before the map (qk-/Coulomb); 0: the map's default
+    bool learn_input_scale = false;  ///< Coulomb kinds: learn the input scale per head (coulomb_config)
+    index_t align_samples = 1024;    ///< Coulomb phase A: pooled training items
+    index_t align_steps = 200;       ///< Coulomb phase A: Langevin steps per layer
+    index_t max_length = 64;         ///< position table and truncation length (tokens)
     index_t classes = 2;
     std::uint64_t seed = 1;  ///< layer seeds: seed·1000 + 17·l + 1; input seed + 7
 };
@@ -208,13 +210,18 @@ inline void check_model_spec(const model_spec& s) {
         const std::string why = " with kind '" + s.kind + "' (only qk-<map> and the Coulomb kinds take it)";
         detail::require(s.temperature == 1.0, "temperature", "1 (the default)" + why, s.temperature);
         detail::require(s.input_scale == 0.0, "input_scale", "0 (the default)" + why, s.input_scale);
-    } else if (!map_has_temperature(r.map))
+    }
+    if (r.family != attention_family::coulomb)
+        detail::require(!s.learn_input_scale, "learn_input_scale",
+                        "false (the default) with kind '" + s.kind + "' (only the Coulomb kinds learn it)",
+                        std::string("true"));
+    if (!r.map.empty() && !map_has_temperature(r.map))
         detail::require(s.temperature == 1.0, "temperature",
                         "1 (the default) with the map '" + r.map + "', which has no temperature", s.temperature);
 }
 
-/// The key=value lines of spec (one per field, in declaration order, temperature and
-/// input_scale only when not the default; doubles round-trip exactly).
+/// The key=value lines of spec (one per field, in declaration order; temperature,
+/// input_scale and learn_input_scale only when not the default; doubles round-trip exactly).
 inline std::string spec_text(const model_spec& s) {
     auto num = [](double v) {
         char buf[40];
@@ -228,8 +235,9 @@ inline std::string spec_text(const model_spec& s) {
            "\nfska_kl_weight=" + num(s.fska_kl_weight) + "\nfska_scale=" + num(s.fska_scale) +
            (s.temperature != 1.0 ? "\ntemperature=" + num(s.temperature) : std::string()) +
            (s.input_scale != 0.0 ? "\ninput_scale=" + num(s.input_scale) : std::string()) +
-           "\nalign_samples=" + i(s.align_samples) + "\nalign_steps=" + i(s.align_steps) +
-           "\nmax_length=" + i(s.max_length) + "\nclasses=" + i(s.classes) + "\nseed=" + i(s.seed) + "\n";
+           (s.learn_input_scale ? "\nlearn_input_scale=1" : "") + "\nalign_samples=" + i(s.align_samples) +
+           "\nalign_steps=" + i(s.align_steps) + "\nmax_length=" + i(s.max_length) + "\nclasses=" + i(s.classes) +
+           "\nseed=" + i(s.seed) + "\n";
 }
 
 /// The spec of the key=value pairs `kv` (every field once, nothing else: the caller takes
@@ -281,6 +289,7 @@ inline model_spec parse_model_spec(std::map<std::string, std::string> kv, const 
     s.fska_scale = real("fska_scale");
     if (kv.contains("temperature")) s.temperature = real("temperature");  // optional: see the file comment
     if (kv.contains("input_scale")) s.input_scale = real("input_scale");
+    if (kv.contains("learn_input_scale")) s.learn_input_scale = integer("learn_input_scale", 1) == 1;
     s.align_samples = index_t(integer("align_samples", imax));
     s.align_steps = index_t(integer("align_steps", imax));
     s.max_length = index_t(integer("max_length", imax));

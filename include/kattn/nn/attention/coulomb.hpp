@@ -10,9 +10,13 @@
 // the particles as Ω_h and returns the kernel-target alignment before and after; without it
 // the layer is the "vanilla" random-feature model. Parameters: "<prefix>.{v,out}.{weight,bias}";
 // Ω_h is state, not a parameter: omega(h) / set_omega(h, Ω) read and restore it.
+// learn_input_scale: Q_h = K_h = s_h·x[:, head h] with s_h = exp(ℓ_h) learned per head
+// (parameter "<prefix>.log_scale", [H], no weight decay, starting at the map's input scale);
+// the map's sharpness, which decides whether the attention can select tokens at all.
 // Details: docs/encoder.md §3 (Coulomb) and §5 (two phases).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -41,6 +45,8 @@ struct coulomb_config {
     double sigma = 1.0;        ///< initial particles ~ N(0, σ⁻²I)
     /// Q = K = the input times this before the map (default: the map's, d_h^{-1/4} for favor, else 1).
     std::optional<double> input_scale{};
+    /// Learn one input scale per head (as its logarithm, from input_scale or the map's default).
+    bool learn_input_scale = false;
     /// Phase A dynamics (published: η = 2e-3, β = 50, λ = 1e-3, R = 1.5, clip 10; Coulomb
     /// potential, replaced by the log potential when the particle dimension is < 3).
     samplers::langevin_options langevin{.step_size = 2e-3,
@@ -77,6 +83,11 @@ public:
         g.renormalize = cfg.renormalize;
         g.sigma = cfg.sigma;
         g.input_scale = cfg.input_scale;
+        // A learned scale multiplies the head's inputs before the operator, which then keeps 1.
+        const double s0 = cfg.input_scale                            ? *cfg.input_scale
+                          : feature_map_traits<Map>::softmax_scaling ? std::pow(double(dh_), -0.25)
+                                                                     : 1.0;
+        if (cfg.learn_input_scale) g.input_scale = 1.0;
         typename operator_type::config_type a = g;
         samplers::langevin_options opt = cfg.langevin;
         if (opt.potential == samplers::repulsion::coulomb && traits::frequency_dim(dh_) < 3)
@@ -89,6 +100,11 @@ public:
         wv_ = linear_type({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 1)});
         wo_ = linear_type({.in = cfg.dim, .out = cfg.dim, .seed = detail::derive_seed(cfg.seed, 2)});
         name_ = std::string("coulomb-") + Map::name;
+        if (cfg.learn_input_scale) {
+            detail::require(std::isfinite(s0) && s0 > 0, "input_scale", "a finite value > 0", s0);
+            log_scale_ = parameter<T>({std::size_t(cfg.heads)});
+            for (auto& l : log_scale_.value) l = T(std::log(s0));
+        }
     }
 
     const coulomb_config& config() const { return cfg_; }
@@ -103,6 +119,10 @@ public:
     void set_omega(index_t h, const xt::xtensor<T, 2>& omega) {
         detail::require(h >= 0 && h < cfg_.heads, "h", "a head in [0, " + std::to_string(cfg_.heads) + ")", h);
         ops_[std::size_t(h)].set_omega(omega);
+    }
+    /// s_h, the factor of head h's inputs before its map (learned or fixed).
+    T input_scale(index_t h) const {
+        return cfg_.learn_input_scale ? std::exp(log_scale_.value[std::size_t(h)]) : ops_[std::size_t(h)].input_scale();
     }
     linear_type& value() { return wv_; }
     linear_type& output() { return wo_; }
@@ -119,7 +139,7 @@ public:
             auto& lv = particles_[std::size_t(h)];
             auto& op = ops_[std::size_t(h)];
             xt::xtensor<double, 2> p = xt::xtensor<double, 2>::from_shape({std::size_t(n), std::size_t(dh_)});
-            const double s = double(op.input_scale());
+            const double s = double(input_scale(h));
             for (index_t i = 0; i < n; ++i)
                 for (index_t c = 0; c < dh_; ++c) p(i, c) = s * double(pooled(i, h * dh_ + c));
             lv.set_data(p, labels);
@@ -139,11 +159,11 @@ public:
         detail::check_rows("x", x, ctx, cfg_.dim);
         ctx_ = ctx;
         lens_ = detail::key_counts(ctx);
-        x_ = x;
+        x_ = scaled(x);
         v_ = wv_.forward(x);
         cached_ = true;
         return wo_.forward(
-            detail::self_heads_forward(x, v_, ctx, cfg_.heads, dh_, cfg_.causal, lens_, with_op(), saved_));
+            detail::self_heads_forward(x_, v_, ctx, cfg_.heads, dh_, cfg_.causal, lens_, with_op(), saved_));
     }
 
     tensor<T> backward(const tensor<T>& dy, const context& ctx) {
@@ -153,7 +173,20 @@ public:
         tensor<T> dv;
         tensor<T> dx = detail::self_heads_backward(
             x_, v_, dyo, ctx_, cfg_.heads, dh_, cfg_.causal, lens_, dv, with_op(), [](index_t, const auto&) {},
-            saved_);  // Ω frozen
+            saved_);                   // Ω frozen
+        if (cfg_.learn_input_scale) {  // dx is ∂L/∂(s_h x): ∂L/∂ℓ_h = Σ s_h x·dx, ∂L/∂x = s_h dx
+            const index_t rows = index_t(dx.shape()[0]);
+            for (index_t h = 0; h < cfg_.heads; ++h) {
+                const T sh = input_scale(h);
+                double acc = 0;
+                for (index_t r = 0; r < rows; ++r)
+                    for (index_t c = h * dh_; c < (h + 1) * dh_; ++c) {
+                        acc += double(x_(r, c)) * double(dx(r, c));
+                        dx(r, c) *= sh;
+                    }
+                log_scale_.grad[std::size_t(h)] += T(acc);
+            }
+        }
         dx += wv_.backward(dv);
         return dx;
     }
@@ -161,6 +194,7 @@ public:
     void collect(parameter_list& ps, const std::string& prefix) {
         wv_.collect(ps, prefix + ".v");
         wo_.collect(ps, prefix + ".out");
+        if (cfg_.learn_input_scale) ps.push_back(view(prefix + ".log_scale", log_scale_, false));
     }
 
     /// Mean attention entropy, a_ij ∝ φ_h(x_i)ᵀφ_h(x_j).
@@ -168,9 +202,10 @@ public:
         detail::check_context(ctx);
         detail::check_rows("x", x, ctx, cfg_.dim);
         std::vector<xt::xtensor<T, 2>> phi;
+        const tensor<T> xs = scaled(x);
         for (index_t b = 0; b < ctx.batch; ++b)
             for (index_t h = 0; h < cfg_.heads; ++h)
-                phi.push_back(ops_[std::size_t(h)].features(detail::sequence_head(x, ctx, b, h, dh_)));
+                phi.push_back(ops_[std::size_t(h)].features(detail::sequence_head(xs, ctx, b, h, dh_)));
         return detail::mean_attention_entropy(ctx, cfg_.heads, cfg_.causal,
                                               [&](index_t b, index_t h, index_t i, index_t n, double* w) {
                                                   const auto& p = phi[std::size_t(b * cfg_.heads + h)];
@@ -179,6 +214,18 @@ public:
     }
 
 private:
+    /// x with head h's columns times s_h when the scales are learned (else x itself).
+    tensor<T> scaled(const tensor<T>& x) const {
+        tensor<T> xs = x;
+        if (cfg_.learn_input_scale)
+            for (index_t h = 0; h < cfg_.heads; ++h) {
+                const T sh = input_scale(h);
+                for (std::size_t r = 0; r < xs.shape()[0]; ++r)
+                    for (index_t c = h * dh_; c < (h + 1) * dh_; ++c) xs(r, std::size_t(c)) *= sh;
+            }
+        return xs;
+    }
+
     auto with_op() {
         return [this](index_t h, auto&& f) { f(ops_[std::size_t(h)]); };
     }
@@ -188,6 +235,7 @@ private:
     std::vector<sampler_type> particles_;
     std::vector<operator_type> ops_;
     linear_type wv_, wo_;
+    parameter<T> log_scale_;  ///< ℓ_h = log s_h (learn_input_scale)
     std::string name_;
     context ctx_{};
     std::vector<index_t> lens_;
