@@ -68,10 +68,12 @@ struct outcome {
     double accuracy = 0, macro_f1 = 0, ece = 0, seconds = 0, entropy = std::nan(""), epochs = 0;
     long long params = 0;
     double kta_before = std::nan(""), kta_after = std::nan("");
+    std::vector<std::vector<double>> input_scales;  ///< learned s_h per layer (learn_input_scale)
 
     nlohmann::json json() const {
         nlohmann::json j{{"seed", seed}, {"accuracy", accuracy}, {"macro_f1", macro_f1},
                          {"ece", ece},   {"seconds", seconds},   {"epochs", epochs}};
+        if (!input_scales.empty()) j["input_scales"] = input_scales;
         if (std::isfinite(entropy)) j["attention_entropy"] = entropy;
         if (std::isfinite(kta_before)) j["kta_before"] = kta_before, j["kta_after"] = kta_after;
         return j;
@@ -152,6 +154,14 @@ outcome train_and_test(Model& model, const splits& data, nn::trainer_config tcfg
     std::vector<index_t> idx;
     for (index_t i = 0; i < std::min<index_t>(256, data.test->size()); ++i) idx.push_back(i);
     out.entropy = model.attention_entropy(data.test->make_batch(idx));
+    if constexpr (requires { model.encoder_stack().layer(0).attention().input_scale(index_t(0)); })
+        if (mo.learn_input_scale)
+            for (index_t l = 0; l < mo.layers; ++l) {
+                out.input_scales.emplace_back();
+                for (index_t h = 0; h < mo.heads; ++h)
+                    out.input_scales.back().push_back(
+                        double(model.encoder_stack().layer(l).attention().input_scale(h)));
+            }
     return out;
 }
 
