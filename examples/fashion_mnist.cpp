@@ -25,6 +25,7 @@
 #include <kattn/nn/data/text_datasets.hpp>
 
 #include "common/experiment.hpp"
+#include "common/map_options.hpp"
 #include "common/ranks.hpp"
 #include "common/transductive.hpp"
 
@@ -53,13 +54,7 @@ int main(int argc, char** argv) {
     app.add_option("--heads", mo.heads, "attention heads")->check(CLI::PositiveNumber);
     app.add_option("--pairs", mo.fska_pairs, "FSKA frequency pairs per head")->check(CLI::PositiveNumber);
     app.add_option("--features", mo.kernel_features, "features per head of performer / vanilla / kernel models");
-    app.add_option("--temperature", mo.temperature, "tau of the map (qk-<map> and Coulomb models whose map has one)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--input-scale", mo.input_scale,
-                   "q and k multiplied by this before the map (qk-<map> and Coulomb models; 0: the map's default)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_flag("--learn-scale", mo.learn_input_scale,
-                 "Coulomb models: learn each head's input scale, starting from --input-scale or the map's default");
+    experiment::add_map_options(app, mo);
     auto* patch_option = app.add_option("--patch", patch, "patch shape HxW dividing 28x28, or 'rows'");
     app.add_flag("--pixels", pixels, "pixel-level sequences: 784 tokens per image (--patch 1x1)")
         ->excludes(patch_option);

@@ -23,6 +23,7 @@
 #include <kattn/nn/data/listops.hpp>
 
 #include "common/experiment.hpp"
+#include "common/map_options.hpp"
 #include "common/ranks.hpp"
 
 namespace nn = kattn::nn;
@@ -63,13 +64,7 @@ int main(int argc, char** argv) {
     app.add_option("--ffn", mo.ffn_hidden, "feed-forward width")->check(CLI::PositiveNumber);
     app.add_option("--pairs", mo.fska_pairs, "FSKA frequency pairs per head")->check(CLI::PositiveNumber);
     app.add_option("--features", mo.kernel_features, "features per head of performer / vanilla / kernel models");
-    app.add_option("--temperature", mo.temperature, "tau of the map (qk-<map> and Coulomb models whose map has one)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--input-scale", mo.input_scale,
-                   "q and k multiplied by this before the map (qk-<map> and Coulomb models; 0: the map's default)")
-        ->check(CLI::NonNegativeNumber);
-    app.add_flag("--learn-scale", mo.learn_input_scale,
-                 "Coulomb models: learn each head's input scale, starting from --input-scale or the map's default");
+    experiment::add_map_options(app, mo);
     app.add_option("--threads", threads, "OpenMP threads (0: default)");
     CLI11_PARSE(app, argc, argv);
     if (threads > 0) omp_set_num_threads(int(threads));

@@ -20,7 +20,8 @@
 // parse_model_spec(lines, label) are the key=value form used by model files
 // (nn/model_file.hpp): every key once, integers and doubles range-checked, unknown keys and
 // kinds rejected; temperature, input_scale and learn_input_scale are written only when they
-// differ from their defaults and may be absent when read (files written before they existed). The factory that builds the model is nn/model_factory.hpp.
+// differ from their defaults and may be absent when read (files written before they
+// existed). The factory that builds the model is nn/model_factory.hpp.
 #pragma once
 
 #include <cctype>
