@@ -14,30 +14,11 @@
 
 #include <kattn/kattn.hpp>
 
+#include "tensors.hpp"
+
 namespace kt {
 
 using kattn::index_t;
-
-/// Tensor of the given shape with N(0, sd²) entries from a Philox stream.
-template <class T, std::size_t R>
-xt::xtensor<T, R> randn(const std::array<std::size_t, R>& shape, std::uint64_t seed, double sd = 1.0) {
-    xt::xtensor<T, R> x = xt::xtensor<T, R>::from_shape(shape);
-    const kattn::random_stream rs(seed, kattn::streams::user + 11);
-    for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<T>(sd * rs.normal(i));
-    return x;
-}
-
-/// Largest |a − b| / (max |b| + tiny) over all entries.
-template <class A, class B>
-double rel_err(const A& a, const B& b) {
-    REQUIRE(a.size() == b.size());
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        num = std::max(num, std::abs(double(a.data()[i]) - double(b.data()[i])));
-        den = std::max(den, std::abs(double(b.data()[i])));
-    }
-    return num / (den + 1e-300);
-}
 
 /// Explicit attention from features: out_i = Σ_{j allowed} (φq_i·φk_j) v_j / guard(Σ φq_i·φk_j),
 /// computed in double with the O(L²) kernel matrix. phq [Lq, F], phk [Lk, F], v [Lk, dv].

@@ -66,6 +66,13 @@ struct reference;
 struct simd;
 template <class Policy, class Work>
 struct thrust;  // <kattn/backends/thrust.hpp>; defaults there
+template <class T>
+struct strided_view;  // <kattn/backends/strided_view.hpp>
+struct device_options;
+struct host_system;  // <kattn/backends/chunked.hpp>
+template <class System>
+struct chunked;
+struct cuda_system;  // <kattn/backends/cuda.cuh> (nvcc); backends::cuda = chunked<cuda_system>
 }  // namespace backends
 
 template <class Map, class Sampler, class Backend, class T>

@@ -38,6 +38,7 @@
 #include "features/map_base.hpp"
 #include "features/omega_layout.hpp"
 
+#include "backends/chunked.hpp"
 #include "backends/reference.hpp"
 #include "backends/simd.hpp"
 

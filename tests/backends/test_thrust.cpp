@@ -16,6 +16,8 @@
 #include <xtensor/xadapt.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "../tensors.hpp"
+
 #include <kattn/fwd.hpp>  // linear_attention names backends::simd as its default
 #include <kattn/attention/linear_attention.hpp>
 #include <kattn/backends/reference.hpp>
@@ -48,25 +50,8 @@ namespace {
 using namespace kattn;
 using thrust_backend = backends::thrust<>;
 
-template <class T, std::size_t R>
-xt::xtensor<T, R> randn(const std::array<std::size_t, R>& shape, std::uint64_t seed, double sd = 1.0) {
-    xt::xtensor<T, R> x = xt::xtensor<T, R>::from_shape(shape);
-    const random_stream rs(seed, streams::user + 11);
-    for (std::size_t i = 0; i < x.size(); ++i) x.data()[i] = static_cast<T>(sd * rs.normal(i));
-    return x;
-}
-
-/// max |a − b| / max |b|.
-template <class A, class B>
-double rel_err(const A& a, const B& b) {
-    REQUIRE(a.size() == b.size());
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        num = std::max(num, std::abs(double(a.data()[i]) - double(b.data()[i])));
-        den = std::max(den, std::abs(double(b.data()[i])));
-    }
-    return num / (den + 1e-300);
-}
+using kt::randn;
+using kt::rel_err;
 
 template <class Map, class T, class Backend>
 using attn = linear_attention<Map, typename Map::default_sampler, Backend, T>;

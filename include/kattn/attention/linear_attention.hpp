@@ -155,6 +155,11 @@ public:
     /// The bias b ∈ R^m (empty for maps without one).
     const xt::xtensor<T, 1>& bias() const { return bias_; }
 
+    /// Ω, b, d, m and the map's parameters as the backends see them (host pointers into
+    /// this operator; valid while it lives and its parameters are not replaced). The
+    /// device-resident calls copy them once: backends::device_parameters(sys, spectral()).
+    backends::spectral_view<Map, T> spectral() const { return spec(); }
+
     /// Replaces Ω (learned or externally sampled frequencies).
     void set_omega(const xt::xtensor<T, 2>& omega) {
         const std::array<std::size_t, 2> want{std::size_t(cfg_.head_dim), std::size_t(cfg_.num_features)};

@@ -20,27 +20,12 @@
 #include "../../linalg/row_ops.hpp"
 #include "../../features/feature_map.hpp"
 #include "../problem.hpp"
+#include "../shift_rescale.hpp"
 
 namespace kattn::detail::thrust_impl {
 
 /// Causal chunk length (tokens). Fixed: results must not depend on anything but the problem.
 inline constexpr index_t chunk = 64;
-
-template <class W>
-KATTN_HD inline W neg_inf() {
-    return -W(HUGE_VAL);
-}
-
-/// e^{a − b} with e^{−∞ − b} = 0 (a key or chunk that does not exist); 1 for maps without
-/// a stabiliser (all shifts are 0).
-template <class Map, class W>
-KATTN_HD inline W rescale(W a, W b) {
-    if constexpr (!Map::has_stabiliser) {
-        return W(1);
-    } else {
-        return a == neg_inf<W>() ? W(0) : math::exp(a - b);
-    }
-}
 
 /// Spectral parameters on the device, in the working precision.
 template <class Map, class W>

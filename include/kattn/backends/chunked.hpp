@@ -1,0 +1,255 @@
+// kattn/backends/chunked.hpp — the chunked GEMM backend over a system of primitives.
+//
+//   kattn::backends::chunked<System>
+//
+// Linear attention as batched matrix products (chunked/forward.hpp): the projections, the
+// states Φ_Kᵀ[V, 1] and the outputs Φ_Q·S are GEMMs, and causal attention runs in chunks
+// of 64 tokens (block states, their exclusive prefix in block order, a masked 64 × 64 intra
+// part). System supplies the primitives (chunked/system.hpp): host_system runs them on
+// OpenMP threads and is how the algorithm is tested on any machine; cuda_system
+// (backends/cuda.cuh, `backends::cuda`) runs them on a GPU with cuBLAS.
+//
+// Two ways in:
+//   linear_attention<Map, Sampler, chunked<S>, T>  the operator API (xtensor on the host):
+//       forward and features run here; backward and step run on System::fallback.
+//   chunked<S>::device_forward(sys, spec, q, k, v, out, options)  the device-resident call:
+//       strided views of system memory (backends/strided_view.hpp: [B, H, L, d] or
+//       [B, L, H, d] through strides), the parameters already on the system
+//       (device_parameters), nothing copied between host and device.
+// Results are bitwise reproducible run to run and, on the host, for any thread count.
+// Docs: docs/cuda_backend.md.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "chunked/forward.hpp"
+#include "chunked/system.hpp"
+#include "execution_backend.hpp"
+#include "problem.hpp"
+#include "strided_view.hpp"
+
+namespace kattn::backends {
+
+/// Options of a device-resident call (the operator's options, as plain values).
+struct device_options {
+    bool causal = false;
+    /// Valid keys per batch entry, in system memory (device memory on a GPU), or nullptr.
+    const index_t* key_lengths = nullptr;
+    /// q and k are multiplied by this before the map: pass the operator's input_scale().
+    double input_scale = 1;
+    double eps = 1e-6;  ///< denominator guard
+};
+
+/// Ω, b and the map's parameters of one operator, copied once to System's memory in the
+/// working precision W (float for float and 16-bit inputs, double for double).
+template <class Map, class W, class System>
+class device_parameters {
+public:
+    template <class T>
+    device_parameters(const System& sys, const spectral_view<Map, T>& host)
+        : d_(host.d),
+          m_(host.m),
+          params_(host.params),
+          omega_(widen(host.omega, host.d * Map::projection_dim(host.m))),
+          bias_(host.bias ? widen(host.bias, host.m) : std::vector<W>{}),
+          omega_dev_(sys.mirror(omega_.data(), index_t(omega_.size()))),
+          bias_dev_(sys.mirror(bias_.data(), index_t(bias_.size()))) {}
+
+    device_parameters(const device_parameters&) = delete;
+    device_parameters& operator=(const device_parameters&) = delete;
+    device_parameters(device_parameters&&) noexcept = default;
+
+    index_t head_dim() const { return d_; }
+    index_t num_features() const { return m_; }
+    detail::chunked_impl::spectral<Map, W> view() const {
+        return {omega_dev_.get(), bias_.empty() ? nullptr : bias_dev_.get(), params_};
+    }
+
+private:
+    template <class T>
+    static std::vector<W> widen(const T* p, index_t n) {
+        std::vector<W> out(static_cast<std::size_t>(n));
+        for (index_t i = 0; i < n; ++i) out[std::size_t(i)] = static_cast<W>(p[i]);
+        return out;
+    }
+    index_t d_, m_;
+    map_params_t<Map> params_;
+    std::vector<W> omega_, bias_;
+    decltype(std::declval<const System&>().mirror(std::declval<const W*>(), index_t(0))) omega_dev_, bias_dev_;
+};
+
+template <class System>
+struct chunked {
+    static_assert(chunked_system<System>,
+                  "kattn: backends::chunked<System>: System is not a chunked_system: it needs name, fallback, "
+                  "buffer<W>, make_buffer, launch, gemm (float and double), mirror and to_host "
+                  "(kattn/backends/chunked/system.hpp)");
+    static constexpr const char* name = System::name;
+    using system_type = System;
+    /// The backend that runs backward and step.
+    using fallback = typename System::fallback;
+    using row_ops = detail::scalar_ops;
+
+    /// Forward on strided views of system memory; see the file comment. q: [B, H, Lq, d],
+    /// k: [B, H, Lk, d], v: [B, H, Lk, dv], out: [B, H, Lq, dv]; causal needs Lq = Lk.
+    template <class Map, class W, class T>
+    static void device_forward(const System& sys, const device_parameters<Map, W, System>& params,
+                               strided_view<const T> q, strided_view<const T> k, strided_view<const T> v,
+                               strided_view<T> out, const device_options& o = {}) {
+        static_assert(std::is_same_v<W, work_t<T>>,
+                      "kattn: device_forward: the parameters' precision W must be work_t<T> (double for double "
+                      "inputs, float otherwise)");
+        const auto g = check_device_call<Map>(sys, params, q, k, v, out, o);
+        detail::chunked_impl::forward<Map, W>(sys, params.view(), g, q, k, v, out, W(o.input_scale), W(o.eps));
+    }
+
+    // ---- the execution-backend primitives (operators on host tensors) ----
+
+    template <class Map, class T>
+    static void features(const feature_problem<Map, T>& pb) {
+        using W = work_t<T>;
+        const System sys{};
+        const device_parameters<Map, W, System> dp(sys, pb.spec);
+        auto g = geometry_of<Map>(pb.spec, 1, 1, pb.n, pb.n, 0, false, nullptr);
+        const auto x = sys.mirror(pb.x, pb.n * pb.spec.d);
+        auto phi = sys.template make_buffer<W>(pb.n * g.F);
+        detail::chunked_impl::features<Map, W>(sys, dp.view(), g, head_major(x.get(), 1, 1, pb.n, pb.spec.d),
+                                               W(pb.input_scale), phi.data());
+        download(sys, phi.data(), pb.n * g.F, pb.phi);
+    }
+
+    template <class Map, class T>
+    static void forward(const attention_problem<Map, T>& pb, T* out) {
+        using W = work_t<T>;
+        const System sys{};
+        const device_parameters<Map, W, System> dp(sys, pb.spec);
+        const index_t B = pb.problems / pb.heads, H = pb.heads, d = pb.spec.d;
+        const auto q = sys.mirror(pb.q, pb.problems * pb.q_len * d);
+        const auto k = sys.mirror(pb.k, pb.problems * pb.k_len * d);
+        const auto v = sys.mirror(pb.v, pb.problems * pb.k_len * pb.dv);
+        const auto lens = sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0);
+        auto o = sys.template make_buffer<T>(pb.problems * pb.q_len * pb.dv);
+        const auto g = geometry_of<Map>(pb.spec, B, H, pb.q_len, pb.k_len, pb.dv, pb.causal,
+                                        pb.key_lengths ? lens.get() : nullptr);
+        detail::chunked_impl::forward<Map, W>(
+            sys, dp.view(), g, head_major(q.get(), B, H, pb.q_len, d), head_major(k.get(), B, H, pb.k_len, d),
+            head_major(v.get(), B, H, pb.k_len, pb.dv), head_major(o.data(), B, H, pb.q_len, pb.dv), W(pb.input_scale),
+            W(pb.eps));
+        sys.to_host(out, o.data(), pb.problems * pb.q_len * pb.dv);
+    }
+
+    /// Backward: System::fallback's (the chunked backward is not written yet; see docs).
+    template <class Map, class T>
+    static void backward(const attention_problem<Map, T>& pb, const attention_gradients<T>& grads) {
+        fallback::template backward<Map>(pb, grads);
+    }
+
+    /// One decoding token: System::fallback's.
+    template <class Map, class T>
+    static void step(const step_problem<Map, T>& pb) {
+        fallback::template step<Map>(pb);
+    }
+
+private:
+    template <class W, class T>
+    static void download(const System& sys, const W* src, index_t n, T* dst) {
+        if constexpr (std::is_same_v<W, T>) {
+            sys.to_host(dst, src, n);
+        } else {
+            std::vector<W> tmp(static_cast<std::size_t>(n));
+            sys.to_host(tmp.data(), src, n);
+            for (index_t i = 0; i < n; ++i) dst[i] = static_cast<T>(tmp[std::size_t(i)]);
+        }
+    }
+
+    template <class Map, class S>
+    static detail::chunked_impl::geometry geometry_of(const S& spec, index_t B, index_t H, index_t Lq, index_t Lk,
+                                                      index_t dv, bool causal, const index_t* key_lengths) {
+        namespace ci = detail::chunked_impl;
+        ci::geometry g;
+        g.heads = H;
+        g.problems = B * H;
+        g.Lq = Lq;
+        g.Lk = Lk;
+        g.causal = causal;
+        g.Lqp = causal ? (Lq + ci::chunk - 1) / ci::chunk * ci::chunk : Lq;
+        g.Lkp = causal ? (Lk + ci::chunk - 1) / ci::chunk * ci::chunk : Lk;
+        g.nb = causal ? g.Lkp / ci::chunk : 1;
+        g.nm = (g.Lkp + ci::chunk - 1) / ci::chunk;
+        g.d = spec.head_dim();
+        g.m = spec.num_features();
+        g.P = Map::projection_dim(g.m);
+        g.F = Map::feature_dim(g.m);
+        g.dv = dv;
+        g.dv1 = dv + 1;
+        g.key_lengths = key_lengths;
+        return g;
+    }
+    template <class Map, class T>
+    static detail::chunked_impl::geometry geometry_of(const spectral_view<Map, T>& s, index_t B, index_t H, index_t Lq,
+                                                      index_t Lk, index_t dv, bool causal, const index_t* key_lengths) {
+        struct dims {
+            index_t d, m;
+            index_t head_dim() const { return d; }
+            index_t num_features() const { return m; }
+        };
+        return geometry_of<Map>(dims{s.d, s.m}, B, H, Lq, Lk, dv, causal, key_lengths);
+    }
+
+    template <class Map, class W, class T>
+    static detail::chunked_impl::geometry check_device_call(const System& sys,
+                                                            const device_parameters<Map, W, System>& params,
+                                                            const strided_view<const T>& q,
+                                                            const strided_view<const T>& k,
+                                                            const strided_view<const T>& v, const strided_view<T>& out,
+                                                            const device_options& o) {
+        detail::check_view(q, "q");
+        detail::check_view(k, "k");
+        detail::check_view(v, "v");
+        detail::check_view(out, "out");
+        const auto shape = [](index_t a, index_t b, index_t c, index_t d) {
+            return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " +
+                   std::to_string(d) + "]";
+        };
+        const auto require = [&](bool ok, const char* arg, const std::string& want, const std::string& got) {
+            if (!ok)
+                throw kattn::error(std::string("kattn: argument '") + arg + "': expected " + want + ", got " + got);
+        };
+        const index_t d = params.head_dim();
+        require(q.dim == d, "q", "head dimension " + std::to_string(d) + " (the parameters')", std::to_string(q.dim));
+        require(q.len > 0, "q", "at least one token", "0");
+        require(k.batch == q.batch && k.heads == q.heads && k.dim == d && k.len > 0, "k",
+                "shape " + shape(q.batch, q.heads, k.len > 0 ? k.len : 1, d) + " (q's batch and heads, d, ≥ 1 token)",
+                shape(k.batch, k.heads, k.len, k.dim));
+        require(v.batch == q.batch && v.heads == q.heads && v.len == k.len && v.dim > 0, "v",
+                "shape " + shape(q.batch, q.heads, k.len, v.dim > 0 ? v.dim : 1) + " (k's batch, heads and length)",
+                shape(v.batch, v.heads, v.len, v.dim));
+        require(out.batch == q.batch && out.heads == q.heads && out.len == q.len && out.dim == v.dim, "out",
+                "shape " + shape(q.batch, q.heads, q.len, v.dim), shape(out.batch, out.heads, out.len, out.dim));
+        require(!o.causal || q.len == k.len, "k",
+                "length equal to q's length " + std::to_string(q.len) + " (causal attention)", std::to_string(k.len));
+        require(o.input_scale > 0 && o.input_scale < HUGE_VAL, "input_scale", "a finite positive value",
+                std::to_string(o.input_scale));
+        require(o.eps > 0 && o.eps < HUGE_VAL, "eps", "a finite positive value", std::to_string(o.eps));
+        const char* names[] = {"q", "k", "v"};
+        const strided_view<const T> in[] = {q, k, v};
+        for (int i = 0; i < 3; ++i)
+            require(!detail::views_may_overlap(out, in[i]), "out", std::string("memory disjoint from ") + names[i],
+                    "an overlapping view");
+        if (o.key_lengths && q.batch > 0) {  // B values copied back once to be checked
+            std::vector<index_t> lens(static_cast<std::size_t>(q.batch));
+            sys.to_host(lens.data(), o.key_lengths, q.batch);
+            for (index_t b = 0; b < q.batch; ++b)
+                require(lens[std::size_t(b)] >= 1 && lens[std::size_t(b)] <= k.len, "key_lengths",
+                        "values in [1, " + std::to_string(k.len) + "]",
+                        std::to_string(lens[std::size_t(b)]) + " at batch entry " + std::to_string(b));
+        }
+        return geometry_of<Map>(params, q.batch, q.heads, q.len, k.len, v.dim, o.causal, o.key_lengths);
+    }
+};
+
+}  // namespace kattn::backends

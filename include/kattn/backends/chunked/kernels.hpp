@@ -1,0 +1,262 @@
+// kattn/backends/chunked/kernels.hpp — the per-element functors of the chunked algorithm.
+//
+// Every functor writes only the outputs of its own index and sums in a fixed order, so a
+// system may run the indices in any order and concurrency (system.hpp). Internal buffers
+// are head-major: problem p = b·heads + h owns rows [p·Lp, (p+1)·Lp) of every row buffer,
+// with lengths padded to whole chunks when causal (padding rows are written as zeros,
+// key shifts as −∞). The algorithm that calls them: chunked/forward.hpp.
+#pragma once
+
+#include <cmath>
+
+#include "../../core/config.hpp"
+#include "../../core/math.hpp"
+#include "../../features/feature_map.hpp"
+#include "../../linalg/row_ops.hpp"
+#include "../problem.hpp"
+#include "../shift_rescale.hpp"
+#include "../strided_view.hpp"
+
+namespace kattn::detail::chunked_impl {
+
+/// Tokens per causal chunk, and per block of the running-maximum scan.
+inline constexpr index_t chunk = 64;
+
+/// Extents of one call. Lqp, Lkp: lengths padded to whole chunks when causal.
+struct geometry {
+    index_t heads = 1, problems = 0, Lq = 0, Lk = 0, Lqp = 0, Lkp = 0;
+    index_t d = 0, m = 0, P = 0, F = 0, dv = 0, dv1 = 0;
+    index_t nb = 1;  ///< key blocks per head: Lkp / chunk when causal, else 1
+    index_t nm = 1;  ///< blocks of the running-maximum scan: ⌈Lkp / chunk⌉
+    bool causal = false;
+    const index_t* key_lengths = nullptr;  ///< per batch entry (system memory), or nullptr
+
+    KATTN_HD index_t keys(index_t p) const { return key_lengths ? key_lengths[p / heads] : Lk; }
+    KATTN_HD index_t block() const { return causal ? chunk : Lkp; }
+};
+
+/// Map parameters in the working precision, in system memory.
+template <class Map, class W>
+struct spectral {
+    const W* omega = nullptr;  ///< d × P
+    const W* bias = nullptr;   ///< m, or nullptr
+    map_params_t<Map> params{};
+};
+
+/// X[r] = scale · x(b, h, l) for row r = p·Lp + l (zeros for l ≥ x.len).
+template <class T, class W>
+struct gather_rows {
+    backends::strided_view<const T> x;
+    index_t Lp, heads;
+    W scale;
+    W* X;
+    KATTN_HD void operator()(index_t r) const {
+        const index_t p = r / Lp, l = r % Lp, d = x.dim;
+        W* dst = X + r * d;
+        if (l >= x.len) {
+            for (index_t i = 0; i < d; ++i) dst[i] = W(0);
+            return;
+        }
+        const T* src = x.row(p / heads, p % heads, l);
+        for (index_t i = 0; i < d; ++i) dst[i] = scale * static_cast<W>(src[i]);
+    }
+};
+
+/// φ of row r from its scaled input X[r] and projection U[r] = X[r]·Ω, with the row's own
+/// stabiliser shift when `stabilise`. Rows l ≥ L (and, for keys, l ≥ the valid keys) are
+/// zero, with shift −∞ for keys.
+template <class Map, class W>
+struct activate_rows {
+    spectral<Map, W> s;
+    geometry g;
+    index_t Lp, L;
+    bool keys, stabilise;
+    const W* X;
+    const W* U;
+    W* phi;
+    W* shift;  ///< or nullptr
+    KATTN_HD void operator()(index_t r) const {
+        const index_t p = r / Lp, l = r % Lp;
+        W* ph = phi + r * g.F;
+        if (l >= L || (keys && l >= g.keys(p))) {
+            for (index_t f = 0; f < g.F; ++f) ph[f] = W(0);
+            if (shift) shift[r] = keys ? neg_inf<W>() : W(0);
+            return;
+        }
+        const W* x = X + r * g.d;
+        const W* u = U + r * g.P;
+        W c = W(0);
+        if constexpr (Map::has_stabiliser)
+            if (stabilise) c = Map::template row_shift<scalar_ops>(s.params, g.d, g.m, x, u, s.bias);
+        Map::template activate<scalar_ops>(s.params, g.d, g.m, x, u, s.bias, c, ph);
+        if (shift) shift[r] = c;
+    }
+};
+
+/// Running maximum of the key shifts, step 1: within each scan block, R[j] = max of the
+/// block's shifts through j; M[block] = the block's maximum.
+template <class W>
+struct block_max {
+    geometry g;
+    const W* ck;
+    W* R;
+    W* M;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t p = idx / g.nm, c = idx % g.nm;
+        const index_t j0 = c * chunk, j1 = (c + 1) * chunk < g.Lkp ? (c + 1) * chunk : g.Lkp;
+        W run = neg_inf<W>();
+        for (index_t j = j0; j < j1; ++j) {
+            const W v = ck[p * g.Lkp + j];
+            run = v > run ? v : run;
+            R[p * g.Lkp + j] = run;
+        }
+        M[idx] = run;
+    }
+};
+
+/// Step 2, per problem: M[c] becomes the maximum over the blocks before c (exclusive).
+template <class W>
+struct block_max_prefix {
+    geometry g;
+    W* M;
+    KATTN_HD void operator()(index_t p) const {
+        W run = neg_inf<W>();
+        for (index_t c = 0; c < g.nm; ++c) {
+            const W v = M[p * g.nm + c];
+            M[p * g.nm + c] = run;
+            run = v > run ? v : run;
+        }
+    }
+};
+
+/// Step 3: R[j] = max(R[j], M[block(j)]): the running maximum through key j. Maxima are
+/// exact, so the three steps give the sequential scan's values.
+template <class W>
+struct finish_max {
+    geometry g;
+    const W* M;
+    W* R;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t p = idx / g.Lkp, j = idx % g.Lkp;
+        const W a = M[p * g.nm + j / chunk], b = R[idx];
+        R[idx] = a > b ? a : b;
+    }
+};
+
+/// References: E[p, b] = the running maximum at the end of key block b (padding included:
+/// its shifts are −∞); Cq[p, i] = the running maximum through key min(i, nk − 1) when
+/// causal, through the last valid key otherwise.
+template <class W>
+struct references {
+    geometry g;
+    const W* R;
+    W* E;   ///< problems × nb
+    W* Cq;  ///< problems × Lqp
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t ne = g.problems * g.nb;
+        if (idx < ne) {
+            const index_t p = idx / g.nb, b = idx % g.nb;
+            const index_t end = (b + 1) * g.block() < g.Lkp ? (b + 1) * g.block() : g.Lkp;
+            E[idx] = R[p * g.Lkp + end - 1];
+            return;
+        }
+        const index_t r = idx - ne, p = r / g.Lqp, i = r % g.Lqp, last = g.keys(p) - 1;
+        Cq[r] = i < g.Lq ? R[p * g.Lkp + (g.causal && i < last ? i : last)] : W(0);
+    }
+};
+
+/// The augmented values [v_j, 1] of key row r: V1w = kw_j·[v_j, 1] with
+/// kw_j = e^{c_j − E_{block(j)}} (the block state's weights) and, when V1 is not null,
+/// the unweighted V1 = [v_j, 1] (the intra-chunk product's); zeros for padding.
+template <class Map, class T, class W>
+struct value_rows {
+    geometry g;
+    backends::strided_view<const T> v;
+    const W* ck;
+    const W* E;
+    W* V1w;
+    W* V1;  ///< or nullptr
+    KATTN_HD void operator()(index_t r) const {
+        const index_t p = r / g.Lkp, j = r % g.Lkp;
+        const bool valid = j < g.Lk && j < g.keys(p);
+        const W kw = valid ? rescale<Map>(ck[r], E[p * g.nb + j / g.block()]) : W(0);
+        const T* src = valid ? v.row(p / g.heads, p % g.heads, j) : nullptr;
+        for (index_t c = 0; c < g.dv1; ++c) {
+            const W val = !valid ? W(0) : c < g.dv ? static_cast<W>(src[c]) : W(1);
+            V1w[r * g.dv1 + c] = kw * val;
+            if (V1) V1[r * g.dv1 + c] = val;
+        }
+    }
+};
+
+/// Causal block states → exclusive prefixes, in place, per (p, f, c): A[p, b] becomes the
+/// state of every key before block b at reference E_{b−1} (zero for b = 0):
+/// X_b = e^{E_{b−2} − E_{b−1}} X_{b−1} + A_{b−1}, in block order.
+template <class Map, class W>
+struct exclusive_prefix {
+    geometry g;
+    const W* E;
+    W* A;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t n = g.F * g.dv1, p = idx / n, fc = idx % n;
+        W run = W(0);
+        for (index_t b = 0; b < g.nb; ++b) {
+            W* a = A + (p * g.nb + b) * n + fc;
+            const W cur = *a;
+            *a = run;
+            run = b == 0 ? cur : rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run + cur;
+        }
+    }
+};
+
+/// Intra-chunk scores K[i, t] = ⟨φ_q,i, φ_k,j⟩ (j = chunk(i)·64 + t, from the product)
+/// masked to j ≤ i, j < nk, and weighted by e^{c_j − C_i}.
+template <class Map, class W>
+struct mask_scores {
+    geometry g;
+    const W* ck;
+    const W* Cq;
+    W* K;  ///< problems·Lqp × chunk
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t t = idx % chunk, r = idx / chunk, p = r / g.Lqp, i = r % g.Lqp;
+        const index_t j = (i / chunk) * chunk + t;
+        if (j > i || i >= g.Lq || j >= g.keys(p)) {
+            K[idx] = W(0);
+            return;
+        }
+        K[idx] *= rescale<Map>(ck[p * g.Lkp + j], Cq[r]);
+    }
+};
+
+/// out_i = n_i[0, dv) / guard(n_i[dv]) with n_i = e^{E − C_i}·O_i (+ Oa_i when causal:
+/// O is then the inter-chunk part at reference E_{b−1}, and zero in the first chunk).
+template <class Map, class T, class W>
+struct emit_rows {
+    geometry g;
+    W eps;
+    const W* O;
+    const W* Oa;  ///< causal only
+    const W* E;
+    const W* Cq;
+    backends::strided_view<T> out;
+    KATTN_HD W numerator(index_t r, W f, index_t c) const {
+        const W inter = f == W(0) ? W(0) : f * O[r * g.dv1 + c];
+        return Oa ? inter + Oa[r * g.dv1 + c] : inter;
+    }
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t p = idx / g.Lq, i = idx % g.Lq, r = p * g.Lqp + i;
+        W f;
+        if (g.causal) {
+            const index_t b = i / chunk;
+            f = b > 0 ? rescale<Map>(E[p * g.nb + b - 1], Cq[r]) : W(0);
+        } else {
+            f = rescale<Map>(E[p], Cq[r]);
+        }
+        bool clamped = false;
+        const W den = guard_denominator<Map::is_positive>(numerator(r, f, g.dv), eps, clamped);
+        T* dst = out.row(p / g.heads, p % g.heads, i);
+        for (index_t c = 0; c < g.dv; ++c) dst[c] = static_cast<T>(numerator(r, f, c) / den);
+    }
+};
+
+}  // namespace kattn::detail::chunked_impl

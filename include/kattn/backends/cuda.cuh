@@ -1,0 +1,187 @@
+// kattn/backends/cuda.cuh — the CUDA backend: the chunked algorithm on a GPU (nvcc only).
+//
+//   kattn::backends::cuda          = chunked<cuda_system>
+//   kattn::backends::cuda_system{stream, float_math}
+//
+// cuda_system supplies the chunked backend's primitives (chunked/system.hpp) on one CUDA
+// stream: scratch from cudaMallocAsync / cudaFreeAsync (stream-ordered), one grid-stride
+// kernel per functor, cublasGemmStridedBatchedEx for every product (float: TF32 tensor
+// cores by default, float_gemm::fp32 for exact FP32; double: FP64), cudaMemcpyAsync for
+// the host API's copies. No atomics and no float scans: the same call on the same GPU
+// gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
+// Operators (linear_attention<Map, S, backends::cuda, T>) run on the default stream with
+// TF32; the device-resident call takes a cuda_system object with its own stream and
+// precision. Backward and step: backends::thrust on the same device. docs/cuda_backend.md.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "chunked.hpp"
+#include "thrust.hpp"
+
+namespace kattn::detail {
+
+inline void cuda_check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) throw kattn::error(std::string("kattn: CUDA: ") + what + ": " + cudaGetErrorString(e));
+}
+
+inline void cublas_check(cublasStatus_t s, const char* what) {
+    if (s != CUBLAS_STATUS_SUCCESS)
+        throw kattn::error(std::string("kattn: cuBLAS: ") + what + ": " + cublasGetStatusString(s));
+}
+
+/// Device scratch of n elements, allocated and freed in stream order.
+template <class W>
+class cuda_buffer {
+public:
+    cuda_buffer(index_t n, cudaStream_t s) : stream_(s) {
+        if (n > 0)
+            cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&p_), static_cast<std::size_t>(n) * sizeof(W), s),
+                       "cudaMallocAsync");
+    }
+    cuda_buffer(cuda_buffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), stream_(o.stream_) {}
+    cuda_buffer& operator=(cuda_buffer&& o) noexcept {
+        std::swap(p_, o.p_);
+        std::swap(stream_, o.stream_);
+        return *this;
+    }
+    cuda_buffer(const cuda_buffer&) = delete;
+    cuda_buffer& operator=(const cuda_buffer&) = delete;
+    ~cuda_buffer() {
+        if (p_) cudaFreeAsync(p_, stream_);
+    }
+    W* data() const { return p_; }
+
+private:
+    W* p_ = nullptr;
+    cudaStream_t stream_ = nullptr;
+};
+
+/// A device copy of n host elements.
+template <class T>
+class cuda_mirror {
+public:
+    cuda_mirror(const T* host, index_t n, cudaStream_t s) : buf_(n, s) {
+        if (n > 0 && host)
+            cuda_check(
+                cudaMemcpyAsync(buf_.data(), host, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyHostToDevice, s),
+                "cudaMemcpyAsync (host to device)");
+    }
+    const T* get() const { return buf_.data(); }
+
+private:
+    cuda_buffer<T> buf_;
+};
+
+template <class Fn>
+__global__ void for_each_index(index_t n, Fn fn) {
+    const index_t stride = index_t(gridDim.x) * blockDim.x;
+    for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) fn(i);
+}
+
+/// One cuBLAS handle per thread and device, created on first use.
+inline cublasHandle_t cublas_handle() {
+    struct handles {
+        std::vector<cublasHandle_t> h;
+        ~handles() {
+            for (auto x : h)
+                if (x) cublasDestroy(x);
+        }
+    };
+    thread_local handles cache;
+    int dev = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    if (cache.h.size() <= std::size_t(dev)) cache.h.resize(std::size_t(dev) + 1, nullptr);
+    if (!cache.h[std::size_t(dev)]) cublas_check(cublasCreate(&cache.h[std::size_t(dev)]), "cublasCreate");
+    return cache.h[std::size_t(dev)];
+}
+
+inline int cublas_int(index_t v, const char* what) {
+    if (v < 0 || v > INT_MAX)
+        throw kattn::error(std::string("kattn: CUDA backend: ") + what + " = " + std::to_string(v) +
+                           " exceeds cuBLAS's 32-bit extents");
+    return int(v);
+}
+
+}  // namespace kattn::detail
+
+namespace kattn::backends {
+
+/// Precision of float matrix products: TF32 tensor cores (inputs rounded to 10-bit
+/// mantissas, FP32 accumulation) or exact FP32.
+enum class float_gemm { tf32, fp32 };
+
+struct cuda_system {
+    static constexpr const char* name = "cuda";
+    /// Backward and step: the Thrust backend on the CUDA device system.
+    using fallback = thrust<>;
+    template <class W>
+    using buffer = detail::cuda_buffer<W>;
+
+    cudaStream_t stream = nullptr;
+    float_gemm float_math = float_gemm::tf32;
+
+    template <class W>
+    buffer<W> make_buffer(index_t n) const {
+        return buffer<W>(n, stream);
+    }
+
+    template <class Fn>
+    void launch(index_t n, const Fn& fn) const {
+        if (n <= 0) return;
+        constexpr int threads = 256;
+        const index_t blocks = std::min<index_t>((n + threads - 1) / threads, index_t(1) << 20);
+        detail::for_each_index<<<unsigned(blocks), threads, 0, stream>>>(n, fn);
+        detail::cuda_check(cudaGetLastError(), "kernel launch");
+    }
+
+    /// Row-major C_i = op(A_i)·op(B_i) as the column-major product C_iᵀ = op(B_i)ᵀ·op(A_i)ᵀ.
+    template <class W>
+    void gemm(bool ta, bool tb, index_t M, index_t N, index_t K, const W* A, index_t lda, index_t sA, const W* B,
+              index_t ldb, index_t sB, W* C, index_t ldc, index_t sC, index_t batch) const {
+        if (M <= 0 || N <= 0 || batch <= 0) return;
+        static_assert(std::is_same_v<W, float> || std::is_same_v<W, double>,
+                      "kattn: cuda_system::gemm: float or double");
+        const cublasHandle_t h = detail::cublas_handle();
+        detail::cublas_check(cublasSetStream(h, stream), "cublasSetStream");
+        const W alpha = 1, beta = 0;
+        const cudaDataType_t type = std::is_same_v<W, float> ? CUDA_R_32F : CUDA_R_64F;
+        const cublasComputeType_t compute = std::is_same_v<W, double>        ? CUBLAS_COMPUTE_64F
+                                            : float_math == float_gemm::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                                             : CUBLAS_COMPUTE_32F;
+        detail::cublas_check(
+            cublasGemmStridedBatchedEx(
+                h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, detail::cublas_int(N, "N"),
+                detail::cublas_int(M, "M"), detail::cublas_int(K, "K"), &alpha, B, type, detail::cublas_int(ldb, "ldb"),
+                sB, A, type, detail::cublas_int(lda, "lda"), sA, &beta, C, type, detail::cublas_int(ldc, "ldc"), sC,
+                detail::cublas_int(batch, "batch"), compute, CUBLAS_GEMM_DEFAULT),
+            "cublasGemmStridedBatchedEx");
+    }
+
+    template <class T>
+    detail::cuda_mirror<T> mirror(const T* host, index_t n) const {
+        return detail::cuda_mirror<T>(host, n, stream);
+    }
+
+    /// Copies n device elements to the host once the stream's work is done.
+    template <class T>
+    void to_host(T* dst, const T* src, index_t n) const {
+        if (n <= 0) return;
+        detail::cuda_check(
+            cudaMemcpyAsync(dst, src, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyDeviceToHost, stream),
+            "cudaMemcpyAsync (device to host)");
+        detail::cuda_check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    }
+};
+
+/// The CUDA backend: the chunked algorithm on cuda_system (see the file comment).
+using cuda = chunked<cuda_system>;
+
+}  // namespace kattn::backends

@@ -1,0 +1,312 @@
+// chunked backend: agreement with the reference oracle for every map × {non-causal,
+// causal} × {all keys, padded} (L = 1, 7, 150: one token, one partial chunk, 64 + 64 + 22),
+// features(), q_len ≠ k_len, the device-resident call on [B, H, L, d], [B, L, H, d] and
+// interleaved views (same bits as the operator), a 1,000-token causal sequence,
+// causal safety of the stabiliser, bitwise run-to-run (and on the host, thread-count)
+// determinism, and the errors of the device-resident call.
+//
+// Built twice: by g++ with backends::chunked<host_system> (kattn_chunked_tests, run by CI),
+// and by nvcc through tests/backends/test_cuda.cu (-Dcuda=enabled) with backends::cuda,
+// where every primitive runs on the GPU (cuBLAS; float products in TF32 through the
+// operator API, exact FP32 through the device-resident call's system object).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include "../tensors.hpp"
+
+#include <kattn/fwd.hpp>
+#include <kattn/attention/linear_attention.hpp>
+#include <kattn/backends/reference.hpp>
+#include <kattn/core/random.hpp>
+#include <kattn/features/all.hpp>
+#include <kattn/features/favor.hpp>
+#include <kattn/features/trig.hpp>
+
+#include "../error_text.hpp"
+
+#if defined(__CUDACC__)
+#include <kattn/backends/cuda.cuh>
+#else
+#include <omp.h>
+
+#include <kattn/backends/chunked.hpp>
+#define KATTN_TEST_HOST_ONLY 1
+#endif
+
+namespace {
+
+using namespace kattn;
+#if defined(__CUDACC__)
+using chunked_backend = backends::cuda;
+using system_t = backends::cuda_system;
+constexpr double float_tol = 5e-3;  // the operator API's float products are TF32
+system_t exact_system() { return system_t{nullptr, backends::float_gemm::fp32}; }
+#else
+using chunked_backend = backends::chunked<backends::host_system>;
+using system_t = backends::host_system;
+constexpr double float_tol = 2e-5;
+system_t exact_system() { return system_t{}; }
+#endif
+
+using kt::randn;
+using kt::rel_err;
+
+template <class A, class B>
+bool bitwise_equal(const A& a, const B& b) {
+    return a.size() == b.size() && std::equal(a.data(), a.data() + a.size(), b.data());
+}
+
+template <class Map, class T, class Backend>
+using attn = linear_attention<Map, typename Map::default_sampler, Backend, T>;
+
+template <class Map>
+attention_config<> config() {
+    // Signed maps use a wider kernel (σ = 3) so that denominators stay away from zero.
+    return attention_config<>{
+        .head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 3, .sigma = Map::is_positive ? 1.0 : 3.0};
+}
+
+/// Batch 0 keeps L − 1 keys, batch 1 about a quarter: the masks cross chunk boundaries.
+inline std::vector<index_t> lengths(index_t B, index_t L, bool padded) {
+    std::vector<index_t> lens(static_cast<std::size_t>(B));
+    for (index_t b = 0; b < B; ++b)
+        lens[std::size_t(b)] = !padded ? L : b % 2 == 0 ? std::max<index_t>(1, L - 1) : std::max<index_t>(1, L / 4);
+    return lens;
+}
+
+template <class Map, class T, class Backend>
+xt::xtensor<T, 4> run_case(index_t L, bool causal, bool padded) {
+    const attn<Map, T, Backend> a(config<Map>());
+    const auto sl = std::size_t(L);
+    const auto q = randn<T, 4>({2, 3, sl, 8}, 1, 0.5), k = randn<T, 4>({2, 3, sl, 8}, 2, 0.5);
+    const auto v = randn<T, 4>({2, 3, sl, 5}, 3);
+    const auto lens = lengths(2, L, padded);
+    const key_lengths kl(lens);
+    return causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
+}
+
+template <class Map>
+void compare_all() {
+    for (index_t L : {1, 7, 150})
+        for (bool causal : {false, true})
+            for (bool padded : {false, true}) {
+                INFO(Map::name, " L=", L, " causal=", causal, " padded=", padded);
+                const auto r = run_case<Map, double, backends::reference>(L, causal, padded);
+                const auto c = run_case<Map, double, chunked_backend>(L, causal, padded);
+                CHECK(rel_err(c, r) < 1e-10);
+                const auto rf = run_case<Map, float, backends::reference>(L, causal, padded);
+                const auto cf = run_case<Map, float, chunked_backend>(L, causal, padded);
+                CHECK(rel_err(cf, rf) < float_tol);
+                // Run to run: the same bits.
+                CHECK(bitwise_equal(run_case<Map, float, chunked_backend>(L, causal, padded), cf));
+            }
+}
+
+/// A host tensor's copy in system memory, and back.
+template <class T>
+struct on_system {
+    typename system_t::template buffer<T> buf;
+    index_t n;
+    on_system(const system_t& sys, const T* p, index_t count) : buf(sys.template make_buffer<T>(count)), n(count) {
+        const auto m = sys.mirror(p, count);
+        sys.launch(count, kattn::detail::copy_into<T>{m.get(), buf.data()});
+    }
+    on_system(const system_t& sys, index_t count) : buf(sys.template make_buffer<T>(count)), n(count) {}
+    std::vector<T> host(const system_t& sys) const {
+        std::vector<T> out(static_cast<std::size_t>(n));
+        sys.to_host(out.data(), buf.data(), n);
+        return out;
+    }
+};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE_DEFINE("chunked backend equals the reference backend (double and float)", Map,
+                          kt_chunked_every_map) {
+    compare_all<Map>();
+}
+TEST_CASE_TEMPLATE_APPLY(kt_chunked_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
+
+TEST_CASE("chunked backend: non-causal attention with q_len != k_len and key lengths; features()") {
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 5};
+    const auto q = randn<double, 4>({2, 2, 30, 8}, 1, 0.5), k = randn<double, 4>({2, 2, 90, 8}, 2, 0.5);
+    const auto v = randn<double, 4>({2, 2, 90, 5}, 3);
+    const std::vector<index_t> lens{90, 17};
+    const attn<features::favor, double, backends::reference> ar(cfg);
+    const attn<features::favor, double, chunked_backend> ac(cfg);
+    CHECK(rel_err(ac(q, k, v, key_lengths(lens)), ar(q, k, v, key_lengths(lens))) < 1e-10);
+    // The backward pass runs on the fallback backend and matches the reference's.
+    const auto G = randn<double, 4>({2, 2, 30, 5}, 4);
+    const auto gc = ac.backward(q, k, v, G, key_lengths(lens));
+    const auto gr = ar.backward(q, k, v, G, key_lengths(lens));
+    CHECK(rel_err(gc.dq, gr.dq) < 1e-10);
+    CHECK(rel_err(gc.d_omega, gr.d_omega) < 1e-10);
+
+    const attention_config fc{.head_dim = 16, .value_dim = 4, .num_features = 64, .seed = 9};
+    const auto xd = randn<double, 2>({150, 16}, 5, 0.5);
+    const auto xf = randn<float, 2>({150, 16}, 5, 0.5);
+    CHECK(rel_err(attn<features::favor, double, chunked_backend>(fc).features(xd),
+                  attn<features::favor, double, backends::reference>(fc).features(xd)) < 1e-12);
+    CHECK(rel_err(attn<features::trig, double, chunked_backend>(fc).features(xd),
+                  attn<features::trig, double, backends::reference>(fc).features(xd)) < 1e-12);
+    CHECK(rel_err(attn<features::favor, float, chunked_backend>(fc).features(xf),
+                  attn<features::favor, float, backends::reference>(fc).features(xf)) < float_tol);
+}
+
+TEST_CASE("chunked backend: 1,000 causal tokens (16 chunks, a tail of 40) against the reference") {
+    const attention_config cfg{.head_dim = 16, .value_dim = 8, .num_features = 32, .seed = 11};
+    const auto q = randn<double, 4>({1, 2, 1000, 16}, 1, 0.5), k = randn<double, 4>({1, 2, 1000, 16}, 2, 0.5);
+    const auto v = randn<double, 4>({1, 2, 1000, 8}, 3);
+    const attn<features::favor, double, backends::reference> ar(cfg);
+    const attn<features::favor, double, chunked_backend> ac(cfg);
+    CHECK(rel_err(ac(q, k, v, kattn::causal), ar(q, k, v, kattn::causal)) < 1e-10);
+    const attn<features::elu, double, backends::reference> er(cfg);
+    const attn<features::elu, double, chunked_backend> ec(cfg);
+    CHECK(rel_err(ec(q, k, v, kattn::causal), er(q, k, v, kattn::causal)) < 1e-10);
+}
+
+TEST_CASE("chunked backend: a large future key never changes earlier outputs (favor, causal)") {
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 7};
+    const attn<features::favor, double, chunked_backend> a(cfg);
+    auto q = randn<double, 2>({200, 8}, 1, 0.5), k = randn<double, 2>({200, 8}, 2, 0.5);
+    const auto v = randn<double, 2>({200, 5}, 3);
+    const auto before = a(q, k, v, kattn::causal);
+    for (std::size_t c = 0; c < 8; ++c) k(150, c) = 6.0;  // key 150 dominates every later maximum
+    const auto after = a(q, k, v, kattn::causal);
+    for (std::size_t i = 0; i < 150; ++i)
+        for (std::size_t c = 0; c < 5; ++c) CHECK(after(i, c) == before(i, c));
+    const attn<features::favor, double, backends::reference> ar(cfg);
+    CHECK(rel_err(after, ar(q, k, v, kattn::causal)) < 1e-10);
+}
+
+TEST_CASE_TEMPLATE("chunked backend: the device-resident call on head-major, token-major and interleaved views", T,
+                   float, double) {
+    using W = backends::work_t<T>;
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 13};
+    const attn<features::favor, T, chunked_backend> a(cfg);
+    const index_t B = 2, H = 3, L = 100, d = 8, dv = 5;
+    const auto q = randn<T, 4>({2, 3, 100, 8}, 1, 0.5), k = randn<T, 4>({2, 3, 100, 8}, 2, 0.5);
+    const auto v = randn<T, 4>({2, 3, 100, 5}, 3);
+    const system_t sys = exact_system();
+    const backends::device_parameters<features::favor, W, system_t> params(sys, a.spectral());
+    const std::vector<index_t> lens_host{100, 37};
+    const on_system<index_t> lens(sys, lens_host.data(), B);
+
+    // Token-major copies [B, L, H, d], and one interleaved buffer [B, L, 3, H, d] holding q, k, v (v zero-padded).
+    std::vector<T> qt(q.size()), kt(k.size()), vt(v.size()), qkv(std::size_t(B * L * 3 * H * d), T(0));
+    for (index_t b = 0; b < B; ++b)
+        for (index_t h = 0; h < H; ++h)
+            for (index_t l = 0; l < L; ++l) {
+                for (index_t c = 0; c < d; ++c) {
+                    const auto src = std::size_t(((b * H + h) * L + l) * d + c);
+                    qt[std::size_t(((b * L + l) * H + h) * d + c)] = q.data()[src];
+                    kt[std::size_t(((b * L + l) * H + h) * d + c)] = k.data()[src];
+                    qkv[std::size_t((((b * L + l) * 3 + 0) * H + h) * d + c)] = q.data()[src];
+                    qkv[std::size_t((((b * L + l) * 3 + 1) * H + h) * d + c)] = k.data()[src];
+                }
+                for (index_t c = 0; c < dv; ++c) {
+                    const auto src = std::size_t(((b * H + h) * L + l) * dv + c);
+                    vt[std::size_t(((b * L + l) * H + h) * dv + c)] = v.data()[src];
+                    qkv[std::size_t((((b * L + l) * 3 + 2) * H + h) * d + c)] = v.data()[src];
+                }
+            }
+    const index_t n_qk = B * H * L * d, n_v = B * H * L * dv;
+    const on_system<T> qh(sys, q.data(), n_qk), kh(sys, k.data(), n_qk), vh(sys, v.data(), n_v);
+    const on_system<T> qm(sys, qt.data(), n_qk), km(sys, kt.data(), n_qk), vm(sys, vt.data(), n_v);
+    const on_system<T> packed(sys, qkv.data(), index_t(qkv.size()));
+    for (bool causal : {false, true}) {
+        INFO("causal=", causal);
+        const backends::device_options o{causal, lens.buf.data(), double(a.input_scale()), 1e-6};
+        on_system<T> oh(sys, n_v), om(sys, n_v), op(sys, n_v);
+        chunked_backend::device_forward(sys, params, backends::head_major<const T>(qh.buf.data(), B, H, L, d),
+                                        backends::head_major<const T>(kh.buf.data(), B, H, L, d),
+                                        backends::head_major<const T>(vh.buf.data(), B, H, L, dv),
+                                        backends::head_major(oh.buf.data(), B, H, L, dv), o);
+        chunked_backend::device_forward(sys, params, backends::token_major<const T>(qm.buf.data(), B, L, H, d),
+                                        backends::token_major<const T>(km.buf.data(), B, L, H, d),
+                                        backends::token_major<const T>(vm.buf.data(), B, L, H, dv),
+                                        backends::token_major(om.buf.data(), B, L, H, dv), o);
+        const T* base = packed.buf.data();
+        const auto slot = [&](index_t s, index_t dim) {
+            return backends::strided_view<const T>{base + s * H * d, B, H, L, dim, L * 3 * H * d, d, 3 * H * d};
+        };
+        chunked_backend::device_forward(sys, params, slot(0, d), slot(1, d), slot(2, dv),
+                                        backends::head_major(op.buf.data(), B, H, L, dv), o);
+        const auto ho = oh.host(sys), mo = om.host(sys), po = op.host(sys);
+        // The reference, and the token-major result read back in head-major order.
+        const attn<features::favor, T, backends::reference> ar(cfg);
+        const auto r =
+            causal ? ar(q, k, v, kattn::causal, key_lengths(lens_host)) : ar(q, k, v, key_lengths(lens_host));
+        std::vector<T> mo_h(mo.size());
+        for (index_t b = 0; b < B; ++b)
+            for (index_t h = 0; h < H; ++h)
+                for (index_t l = 0; l < L; ++l)
+                    for (index_t c = 0; c < dv; ++c)
+                        mo_h[std::size_t(((b * H + h) * L + l) * dv + c)] =
+                            mo[std::size_t(((b * L + l) * H + h) * dv + c)];
+        CHECK(rel_err(ho, r) < (std::is_same_v<T, double> ? 1e-10 : 2e-5));
+        CHECK(bitwise_equal(mo_h, ho));
+        CHECK(bitwise_equal(po, ho));
+    }
+}
+
+#ifdef KATTN_TEST_HOST_ONLY
+TEST_CASE("chunked backend (host system): bitwise identical for 1, 2 and 3 threads") {
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 17};
+    const attn<features::favor, float, chunked_backend> a(cfg);
+    const auto q = randn<float, 4>({2, 2, 150, 8}, 1, 0.5), k = randn<float, 4>({2, 2, 150, 8}, 2, 0.5);
+    const auto v = randn<float, 4>({2, 2, 150, 5}, 3);
+    const int before = omp_get_max_threads();
+    std::vector<xt::xtensor<float, 4>> outs;
+    for (int t : {1, 2, 3}) {
+        omp_set_num_threads(t);
+        outs.push_back(a(q, k, v, kattn::causal));
+        outs.push_back(a(q, k, v));
+    }
+    omp_set_num_threads(before);
+    for (std::size_t i = 2; i < outs.size(); ++i) CHECK(bitwise_equal(outs[i], outs[i % 2]));
+}
+#endif
+
+TEST_CASE("chunked backend: the device-resident call rejects bad views by name") {
+    using W = float;
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 13};
+    const attn<features::favor, float, chunked_backend> a(cfg);
+    const system_t sys = exact_system();
+    const backends::device_parameters<features::favor, W, system_t> params(sys, a.spectral());
+    on_system<float> x(sys, 2 * 3 * 10 * 8), y(sys, 2 * 3 * 10 * 8), z(sys, 2 * 3 * 10 * 5), out(sys, 2 * 3 * 10 * 5);
+    const auto q = backends::head_major<const float>(x.buf.data(), 2, 3, 10, 8);
+    const auto k = backends::head_major<const float>(y.buf.data(), 2, 3, 10, 8);
+    const auto v = backends::head_major<const float>(z.buf.data(), 2, 3, 10, 5);
+    const auto o = backends::head_major(out.buf.data(), 2, 3, 10, 5);
+    const auto fails = [&](auto qv, auto kv, auto vv, auto ov, const backends::device_options& opt) {
+        return kt::error_text([&] { chunked_backend::device_forward(sys, params, qv, kv, vv, ov, opt); });
+    };
+    CHECK_MESSAGE(fails(backends::head_major<const float>(x.buf.data(), 2, 3, 10, 7), k, v, o, {}).find("'q'") !=
+                      std::string::npos,
+                  "wrong head dimension");
+    CHECK(fails(q, backends::head_major<const float>(y.buf.data(), 2, 2, 10, 8), v, o, {}).find("'k'") !=
+          std::string::npos);
+    CHECK(fails(q, k, backends::head_major<const float>(z.buf.data(), 2, 3, 9, 5), o, {}).find("'v'") !=
+          std::string::npos);
+    CHECK(fails(q, k, v, backends::head_major(out.buf.data(), 2, 3, 10, 4), {}).find("'out'") != std::string::npos);
+    CHECK(fails(backends::strided_view<const float>{nullptr, 2, 3, 10, 8, 240, 80, 8}, k, v, o, {}).find("nullptr") !=
+          std::string::npos);
+    CHECK(fails(q, k, v, backends::head_major(reinterpret_cast<float*>(y.buf.data()), 2, 3, 10, 5), {})
+              .find("disjoint from k") != std::string::npos);
+    CHECK(fails(q, backends::head_major<const float>(y.buf.data(), 2, 3, 9, 8),
+                backends::head_major<const float>(z.buf.data(), 2, 3, 9, 5), o, {true})
+              .find("causal") != std::string::npos);
+    const std::vector<index_t> bad{10, 11};
+    const on_system<index_t> lens(sys, bad.data(), 2);
+    const auto msg = fails(q, k, v, o, {false, lens.buf.data()});
+    CHECK(msg.find("'key_lengths'") != std::string::npos);
+    CHECK(msg.find("11 at batch entry 1") != std::string::npos);
+    CHECK(fails(q, k, v, o, {false, nullptr, -1.0}).find("'input_scale'") != std::string::npos);
+}
