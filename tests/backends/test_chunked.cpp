@@ -80,15 +80,39 @@ inline std::vector<index_t> lengths(index_t B, index_t L, bool padded) {
     return lens;
 }
 
+struct case_result {
+    xt::xtensor<double, 4> out, dq, dk, dv;
+    xt::xtensor<double, 2> d_omega;
+    xt::xtensor<double, 1> d_bias;
+};
+
 template <class Map, class T, class Backend>
-xt::xtensor<T, 4> run_case(index_t L, bool causal, bool padded) {
+case_result run_case(index_t L, bool causal, bool padded) {
     const attn<Map, T, Backend> a(config<Map>());
     const auto sl = std::size_t(L);
     const auto q = randn<T, 4>({2, 3, sl, 8}, 1, 0.5), k = randn<T, 4>({2, 3, sl, 8}, 2, 0.5);
-    const auto v = randn<T, 4>({2, 3, sl, 5}, 3);
+    const auto v = randn<T, 4>({2, 3, sl, 5}, 3), G = randn<T, 4>({2, 3, sl, 5}, 4);
     const auto lens = lengths(2, L, padded);
     const key_lengths kl(lens);
-    return causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
+    const auto out = causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
+    const auto g = causal ? a.backward(q, k, v, G, kattn::causal, kl) : a.backward(q, k, v, G, kl);
+    return {xt::cast<double>(out),  xt::cast<double>(g.dq),      xt::cast<double>(g.dk),
+            xt::cast<double>(g.dv), xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
+}
+
+void check_close(const case_result& s, const case_result& r, index_t L, double tol) {
+    CHECK(rel_err(s.out, r.out) < tol);
+    CHECK(rel_err(s.dv, r.dv) < tol);
+    if (L == 1) return;  // a single token: out = v, so dq = dk = dΩ = 0 up to rounding
+    CHECK(rel_err(s.dq, r.dq) < tol);
+    CHECK(rel_err(s.dk, r.dk) < tol);
+    CHECK(rel_err(s.d_omega, r.d_omega) < tol);
+    if (r.d_bias.size()) CHECK(rel_err(s.d_bias, r.d_bias) < tol);
+}
+
+bool bitwise_equal(const case_result& a, const case_result& b) {
+    return bitwise_equal(a.out, b.out) && bitwise_equal(a.dq, b.dq) && bitwise_equal(a.dk, b.dk) &&
+           bitwise_equal(a.dv, b.dv) && bitwise_equal(a.d_omega, b.d_omega) && bitwise_equal(a.d_bias, b.d_bias);
 }
 
 template <class Map>
@@ -98,12 +122,11 @@ void compare_all() {
             for (bool padded : {false, true}) {
                 INFO(Map::name, " L=", L, " causal=", causal, " padded=", padded);
                 const auto r = run_case<Map, double, backends::reference>(L, causal, padded);
-                const auto c = run_case<Map, double, chunked_backend>(L, causal, padded);
-                CHECK(rel_err(c, r) < 1e-10);
+                check_close(run_case<Map, double, chunked_backend>(L, causal, padded), r, L, 1e-10);
                 const auto rf = run_case<Map, float, backends::reference>(L, causal, padded);
                 const auto cf = run_case<Map, float, chunked_backend>(L, causal, padded);
-                CHECK(rel_err(cf, rf) < float_tol);
-                // Run to run: the same bits.
+                check_close(cf, rf, L, float_tol);
+                // Run to run: the same bits, forward and backward.
                 CHECK(bitwise_equal(run_case<Map, float, chunked_backend>(L, causal, padded), cf));
             }
 }
@@ -141,11 +164,12 @@ TEST_CASE("chunked backend: non-causal attention with q_len != k_len and key len
     const attn<features::favor, double, backends::reference> ar(cfg);
     const attn<features::favor, double, chunked_backend> ac(cfg);
     CHECK(rel_err(ac(q, k, v, key_lengths(lens)), ar(q, k, v, key_lengths(lens))) < 1e-10);
-    // The backward pass runs on the fallback backend and matches the reference's.
     const auto G = randn<double, 4>({2, 2, 30, 5}, 4);
     const auto gc = ac.backward(q, k, v, G, key_lengths(lens));
     const auto gr = ar.backward(q, k, v, G, key_lengths(lens));
     CHECK(rel_err(gc.dq, gr.dq) < 1e-10);
+    CHECK(rel_err(gc.dk, gr.dk) < 1e-10);
+    CHECK(rel_err(gc.dv, gr.dv) < 1e-10);
     CHECK(rel_err(gc.d_omega, gr.d_omega) < 1e-10);
 
     const attention_config fc{.head_dim = 16, .value_dim = 4, .num_features = 64, .seed = 9};
@@ -169,6 +193,13 @@ TEST_CASE("chunked backend: 1,000 causal tokens (16 chunks, a tail of 40) agains
     const attn<features::elu, double, backends::reference> er(cfg);
     const attn<features::elu, double, chunked_backend> ec(cfg);
     CHECK(rel_err(ec(q, k, v, kattn::causal), er(q, k, v, kattn::causal)) < 1e-10);
+    const auto G = randn<double, 4>({1, 2, 1000, 8}, 4);
+    const auto gc = ac.backward(q, k, v, G, kattn::causal);
+    const auto gr = ar.backward(q, k, v, G, kattn::causal);
+    CHECK(rel_err(gc.dq, gr.dq) < 1e-10);
+    CHECK(rel_err(gc.dk, gr.dk) < 1e-10);
+    CHECK(rel_err(gc.dv, gr.dv) < 1e-10);
+    CHECK(rel_err(gc.d_omega, gr.d_omega) < 1e-10);
 }
 
 TEST_CASE("chunked backend: a large future key never changes earlier outputs (favor, causal)") {
@@ -253,6 +284,62 @@ TEST_CASE_TEMPLATE("chunked backend: the device-resident call on head-major, tok
         CHECK(rel_err(ho, r) < (std::is_same_v<T, double> ? 1e-10 : 2e-5));
         CHECK(bitwise_equal(mo_h, ho));
         CHECK(bitwise_equal(po, ho));
+
+        // Backward on both layouts: the same bits, and the reference's gradients.
+        const auto G = randn<T, 4>({2, 3, 100, 5}, 4);
+        std::vector<T> Gt(G.size());
+        for (index_t b = 0; b < B; ++b)
+            for (index_t h = 0; h < H; ++h)
+                for (index_t l = 0; l < L; ++l)
+                    for (index_t c = 0; c < dv; ++c)
+                        Gt[std::size_t(((b * L + l) * H + h) * dv + c)] =
+                            G.data()[std::size_t(((b * H + h) * L + l) * dv + c)];
+        const on_system<T> Gh(sys, G.data(), n_v), Gm(sys, Gt.data(), n_v);
+        on_system<T> dqh(sys, n_qk), dkh(sys, n_qk), dvh(sys, n_v), dqm(sys, n_qk), dkm(sys, n_qk), dvm(sys, n_v);
+        on_system<W> dom(sys, 8 * 16), dom_m(sys, 8 * 16);
+        chunked_backend::device_backward(
+            sys, params, backends::head_major<const T>(qh.buf.data(), B, H, L, d),
+            backends::head_major<const T>(kh.buf.data(), B, H, L, d),
+            backends::head_major<const T>(vh.buf.data(), B, H, L, dv),
+            backends::head_major<const T>(Gh.buf.data(), B, H, L, dv), backends::head_major(dqh.buf.data(), B, H, L, d),
+            backends::head_major(dkh.buf.data(), B, H, L, d), backends::head_major(dvh.buf.data(), B, H, L, dv),
+            dom.buf.data(), static_cast<W*>(nullptr), o);
+        chunked_backend::device_backward(
+            sys, params, backends::token_major<const T>(qm.buf.data(), B, L, H, d),
+            backends::token_major<const T>(km.buf.data(), B, L, H, d),
+            backends::token_major<const T>(vm.buf.data(), B, L, H, dv),
+            backends::token_major<const T>(Gm.buf.data(), B, L, H, dv),
+            backends::token_major(dqm.buf.data(), B, L, H, d), backends::token_major(dkm.buf.data(), B, L, H, d),
+            backends::token_major(dvm.buf.data(), B, L, H, dv), dom_m.buf.data(), static_cast<W*>(nullptr), o);
+        const auto gr = causal ? ar.backward(q, k, v, G, kattn::causal, key_lengths(lens_host))
+                               : ar.backward(q, k, v, G, key_lengths(lens_host));
+        const double tol = std::is_same_v<T, double> ? 1e-10 : 2e-5;
+        CHECK(rel_err(dqh.host(sys), gr.dq) < tol);
+        CHECK(rel_err(dkh.host(sys), gr.dk) < tol);
+        CHECK(rel_err(dvh.host(sys), gr.dv) < tol);
+        CHECK(rel_err(dom.host(sys), gr.d_omega) < tol);
+        CHECK(bitwise_equal(dom_m.host(sys), dom.host(sys)));
+        const auto dq_m = dqm.host(sys), dq_h = dqh.host(sys);
+        bool same = true;
+        for (index_t b = 0; b < B; ++b)
+            for (index_t h = 0; h < H; ++h)
+                for (index_t l = 0; l < L; ++l)
+                    for (index_t c = 0; c < d; ++c)
+                        same = same && dq_m[std::size_t(((b * L + l) * H + h) * d + c)] ==
+                                           dq_h[std::size_t(((b * H + h) * L + l) * d + c)];
+        CHECK(same);
+        // A gradient that overlaps an input is refused before anything is written.
+        CHECK(kt::error_text([&] {
+                  chunked_backend::device_backward(sys, params,
+                                                   backends::head_major<const T>(qh.buf.data(), B, H, L, d),
+                                                   backends::head_major<const T>(kh.buf.data(), B, H, L, d),
+                                                   backends::head_major<const T>(vh.buf.data(), B, H, L, dv),
+                                                   backends::head_major<const T>(Gh.buf.data(), B, H, L, dv),
+                                                   backends::head_major(const_cast<T*>(kh.buf.data()), B, H, L, d),
+                                                   backends::head_major(dkh.buf.data(), B, H, L, d),
+                                                   backends::head_major(dvh.buf.data(), B, H, L, dv),
+                                                   static_cast<W*>(nullptr), static_cast<W*>(nullptr), o);
+              }).find("'dq': expected memory disjoint from k") != std::string::npos);
     }
 }
 

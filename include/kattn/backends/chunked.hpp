@@ -11,8 +11,10 @@
 //
 // Two ways in:
 //   linear_attention<Map, Sampler, chunked<S>, T>  the operator API (xtensor on the host):
-//       forward and features run here; backward and step run on System::fallback.
-//   chunked<S>::device_forward(sys, spec, q, k, v, out, options)  the device-resident call:
+//       features, forward and backward run here; the decoding step runs on System::fallback.
+//   chunked<S>::device_forward(sys, params, q, k, v, out, options) and
+//   chunked<S>::device_backward(sys, params, q, k, v, dout, dq, dk, dv, dΩ, db, options),
+//       the device-resident calls:
 //       strided views of system memory (backends/strided_view.hpp: [B, H, L, d] or
 //       [B, L, H, d] through strides), the parameters already on the system
 //       (device_parameters), nothing copied between host and device.
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "chunked/backward.hpp"
 #include "chunked/forward.hpp"
 #include "chunked/system.hpp"
 #include "execution_backend.hpp"
@@ -107,6 +110,40 @@ struct chunked {
         detail::chunked_impl::forward<Map, W>(sys, params.view(), g, q, k, v, out, W(o.input_scale), W(o.eps));
     }
 
+    /// Backward on strided views of system memory: dq, dk, dv have the shapes of q, k, v;
+    /// d_omega (d × P) and d_bias (m) are system memory in W, overwritten with the sum over
+    /// every head, or nullptr when not wanted. dout has out's shape.
+    template <class Map, class W, class T>
+    static void device_backward(const System& sys, const device_parameters<Map, W, System>& params,
+                                strided_view<const T> q, strided_view<const T> k, strided_view<const T> v,
+                                strided_view<const T> dout, strided_view<T> dq, strided_view<T> dk, strided_view<T> dv,
+                                W* d_omega, W* d_bias, const device_options& o = {}) {
+        static_assert(std::is_same_v<W, work_t<T>>,
+                      "kattn: device_backward: the parameters' precision W must be work_t<T> (double for double "
+                      "inputs, float otherwise)");
+        const auto g = check_device_call<Map>(sys, params, q, k, v, dout, o, "dout", false);
+        check_same_shape(dq, q, "dq");
+        check_same_shape(dk, k, "dk");
+        check_same_shape(dv, v, "dv");
+        const char* names[] = {"q", "k", "v", "dout"};
+        const strided_view<const T> in[] = {q, k, v, dout};
+        const char* gnames[] = {"dq", "dk", "dv"};
+        const strided_view<T> gs[] = {dq, dk, dv};
+        for (int a = 0; a < 3; ++a) {
+            for (int i = 0; i < 4; ++i)
+                if (detail::views_may_overlap(gs[a], in[i]))
+                    throw kattn::error(std::string("kattn: argument '") + gnames[a] +
+                                       "': expected memory disjoint from " + names[i] + ", got an overlapping view");
+            for (int b = 0; b < a; ++b)
+                if (detail::views_may_overlap(gs[a], gs[b]))
+                    throw kattn::error(std::string("kattn: argument '") + gnames[a] +
+                                       "': expected memory disjoint from " + gnames[b] + ", got an overlapping view");
+        }
+        detail::chunked_impl::backward<Map, W>(sys, params.view(), g, q, k, v, dout,
+                                               detail::chunked_impl::gradient_views<T, W>{dq, dk, dv, d_omega, d_bias},
+                                               W(o.input_scale), W(o.eps));
+    }
+
     // ---- the execution-backend primitives (operators on host tensors) ----
 
     template <class Map, class T>
@@ -142,10 +179,39 @@ struct chunked {
         sys.to_host(out, o.data(), pb.problems * pb.q_len * pb.dv);
     }
 
-    /// Backward: System::fallback's (the chunked backward is not written yet; see docs).
     template <class Map, class T>
     static void backward(const attention_problem<Map, T>& pb, const attention_gradients<T>& grads) {
-        fallback::template backward<Map>(pb, grads);
+        using W = work_t<T>;
+        const System sys{};
+        const device_parameters<Map, W, System> dp(sys, pb.spec);
+        const index_t B = pb.problems / pb.heads, H = pb.heads, d = pb.spec.d, nq = pb.problems * pb.q_len * d,
+                      nk = pb.problems * pb.k_len * d, nv = pb.problems * pb.k_len * pb.dv;
+        const auto q = sys.mirror(pb.q, nq);
+        const auto k = sys.mirror(pb.k, nk);
+        const auto v = sys.mirror(pb.v, nv);
+        const auto G = sys.mirror(grads.dout, pb.problems * pb.q_len * pb.dv);
+        const auto lens = sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0);
+        auto dq = sys.template make_buffer<T>(nq);
+        auto dk = sys.template make_buffer<T>(nk);
+        auto dv = sys.template make_buffer<T>(nv);
+        const index_t nomega = d * Map::projection_dim(pb.spec.m), nbias = Map::uses_bias ? pb.spec.m : 0;
+        auto dom = sys.template make_buffer<W>(grads.d_omega ? nomega : 0);
+        auto db = sys.template make_buffer<W>(grads.d_bias ? nbias : 0);
+        const auto g = geometry_of<Map>(pb.spec, B, H, pb.q_len, pb.k_len, pb.dv, pb.causal,
+                                        pb.key_lengths ? lens.get() : nullptr);
+        detail::chunked_impl::backward<Map, W>(
+            sys, dp.view(), g, head_major(q.get(), B, H, pb.q_len, d), head_major(k.get(), B, H, pb.k_len, d),
+            head_major(v.get(), B, H, pb.k_len, pb.dv), head_major(G.get(), B, H, pb.q_len, pb.dv),
+            detail::chunked_impl::gradient_views<T, W>{
+                head_major(dq.data(), B, H, pb.q_len, d), head_major(dk.data(), B, H, pb.k_len, d),
+                head_major(dv.data(), B, H, pb.k_len, pb.dv), grads.d_omega ? dom.data() : nullptr,
+                grads.d_bias && nbias ? db.data() : nullptr},
+            W(pb.input_scale), W(pb.eps));
+        sys.to_host(grads.dq, dq.data(), nq);
+        sys.to_host(grads.dk, dk.data(), nk);
+        sys.to_host(grads.dv, dv.data(), nv);
+        if (grads.d_omega) download(sys, dom.data(), nomega, grads.d_omega);
+        if (grads.d_bias && nbias) download(sys, db.data(), nbias, grads.d_bias);
     }
 
     /// One decoding token: System::fallback's.
@@ -155,6 +221,17 @@ struct chunked {
     }
 
 private:
+    template <class A, class B>
+    static void check_same_shape(const strided_view<A>& x, const strided_view<B>& want, const char* name) {
+        detail::check_view(x, name);
+        if (x.batch != want.batch || x.heads != want.heads || x.len != want.len || x.dim != want.dim)
+            throw kattn::error(std::string("kattn: argument '") + name + "': expected shape [" +
+                               std::to_string(want.batch) + ", " + std::to_string(want.heads) + ", " +
+                               std::to_string(want.len) + ", " + std::to_string(want.dim) + "], got [" +
+                               std::to_string(x.batch) + ", " + std::to_string(x.heads) + ", " + std::to_string(x.len) +
+                               ", " + std::to_string(x.dim) + "]");
+    }
+
     template <class W, class T>
     static void download(const System& sys, const W* src, index_t n, T* dst) {
         if constexpr (std::is_same_v<W, T>) {
@@ -200,17 +277,15 @@ private:
         return geometry_of<Map>(dims{s.d, s.m}, B, H, Lq, Lk, dv, causal, key_lengths);
     }
 
-    template <class Map, class W, class T>
-    static detail::chunked_impl::geometry check_device_call(const System& sys,
-                                                            const device_parameters<Map, W, System>& params,
-                                                            const strided_view<const T>& q,
-                                                            const strided_view<const T>& k,
-                                                            const strided_view<const T>& v, const strided_view<T>& out,
-                                                            const device_options& o) {
+    template <class Map, class W, class T, class U>
+    static detail::chunked_impl::geometry check_device_call(
+        const System& sys, const device_parameters<Map, W, System>& params, const strided_view<const T>& q,
+        const strided_view<const T>& k, const strided_view<const T>& v, const strided_view<U>& out,
+        const device_options& o, const char* out_name = "out", bool written = true) {
         detail::check_view(q, "q");
         detail::check_view(k, "k");
         detail::check_view(v, "v");
-        detail::check_view(out, "out");
+        detail::check_view(out, out_name);
         const auto shape = [](index_t a, index_t b, index_t c, index_t d) {
             return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " +
                    std::to_string(d) + "]";
@@ -228,7 +303,7 @@ private:
         require(v.batch == q.batch && v.heads == q.heads && v.len == k.len && v.dim > 0, "v",
                 "shape " + shape(q.batch, q.heads, k.len, v.dim > 0 ? v.dim : 1) + " (k's batch, heads and length)",
                 shape(v.batch, v.heads, v.len, v.dim));
-        require(out.batch == q.batch && out.heads == q.heads && out.len == q.len && out.dim == v.dim, "out",
+        require(out.batch == q.batch && out.heads == q.heads && out.len == q.len && out.dim == v.dim, out_name,
                 "shape " + shape(q.batch, q.heads, q.len, v.dim), shape(out.batch, out.heads, out.len, out.dim));
         require(!o.causal || q.len == k.len, "k",
                 "length equal to q's length " + std::to_string(q.len) + " (causal attention)", std::to_string(k.len));
@@ -237,8 +312,8 @@ private:
         require(o.eps > 0 && o.eps < HUGE_VAL, "eps", "a finite positive value", std::to_string(o.eps));
         const char* names[] = {"q", "k", "v"};
         const strided_view<const T> in[] = {q, k, v};
-        for (int i = 0; i < 3; ++i)
-            require(!detail::views_may_overlap(out, in[i]), "out", std::string("memory disjoint from ") + names[i],
+        for (int i = 0; i < 3 && written; ++i)
+            require(!detail::views_may_overlap(out, in[i]), out_name, std::string("memory disjoint from ") + names[i],
                     "an overlapping view");
         if (o.key_lengths && q.batch > 0) {  // B values copied back once to be checked
             std::vector<index_t> lens(static_cast<std::size_t>(q.batch));

@@ -145,13 +145,13 @@ struct cuda_system {
     /// Row-major C_i = op(A_i)·op(B_i) as the column-major product C_iᵀ = op(B_i)ᵀ·op(A_i)ᵀ.
     template <class W>
     void gemm(bool ta, bool tb, index_t M, index_t N, index_t K, const W* A, index_t lda, index_t sA, const W* B,
-              index_t ldb, index_t sB, W* C, index_t ldc, index_t sC, index_t batch) const {
+              index_t ldb, index_t sB, W* C, index_t ldc, index_t sC, index_t batch, bool accumulate = false) const {
         if (M <= 0 || N <= 0 || batch <= 0) return;
         static_assert(std::is_same_v<W, float> || std::is_same_v<W, double>,
                       "kattn: cuda_system::gemm: float or double");
         const cublasHandle_t h = detail::cublas_handle();
         detail::cublas_check(cublasSetStream(h, stream), "cublasSetStream");
-        const W alpha = 1, beta = 0;
+        const W alpha = 1, beta = accumulate ? 1 : 0;
         const cudaDataType_t type = std::is_same_v<W, float> ? CUDA_R_32F : CUDA_R_64F;
         const cublasComputeType_t compute = std::is_same_v<W, double>        ? CUBLAS_COMPUTE_64F
                                             : float_math == float_gemm::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32

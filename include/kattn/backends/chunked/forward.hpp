@@ -29,10 +29,11 @@ using work_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 namespace kattn::detail::chunked_impl {
 
-/// Where φ of one side lands: features and (keys) shifts, in system memory.
+/// φ of one side's rows, their stabiliser shifts, and (kept for a backward pass) the
+/// scaled inputs X and projections U = X·Ω, all in system memory.
 template <class System, class W>
 struct feature_block {
-    typename System::template buffer<W> phi, shift;
+    typename System::template buffer<W> phi, shift, X, U;
 };
 
 /// φ (and the stabiliser shifts) of every row of x, padded to Lp rows per problem.
@@ -41,15 +42,71 @@ feature_block<System, W> row_features(const System& sys, const spectral<Map, W>&
                                       const backends::strided_view<const T>& x, index_t Lp, bool keys, bool stabilise,
                                       W scale) {
     const index_t rows = g.problems * Lp;
-    feature_block<System, W> out{sys.template make_buffer<W>(rows * g.F), sys.template make_buffer<W>(rows)};
-    auto X = sys.template make_buffer<W>(rows * g.d);
-    auto U = sys.template make_buffer<W>(rows * g.P);
-    sys.launch(rows, gather_rows<T, W>{x, Lp, g.heads, scale, X.data()});
-    sys.gemm(false, false, rows, g.P, g.d, X.data(), g.d, 0, sp.omega, g.P, 0, U.data(), g.P, 0, index_t(1));
-    sys.launch(rows, activate_rows<Map, W>{sp, g, Lp, x.len, keys, stabilise, X.data(), U.data(), out.phi.data(),
-                                           out.shift.data()});
+    feature_block<System, W> out{sys.template make_buffer<W>(rows * g.F), sys.template make_buffer<W>(rows),
+                                 sys.template make_buffer<W>(rows * g.d), sys.template make_buffer<W>(rows * g.P)};
+    W* X = out.X.data();
+    W* U = out.U.data();
+    sys.launch(rows, gather_rows<T, W>{x, Lp, g.heads, scale, X});
+    sys.gemm(false, false, rows, g.P, g.d, X, g.d, 0, sp.omega, g.P, 0, U, g.P, 0, index_t(1));
+    sys.launch(rows, activate_rows<Map, W>{sp, g, Lp, x.len, keys, stabilise, X, U, out.phi.data(), out.shift.data()});
     return out;
 }
+
+/// Everything a forward pass computes before its outputs (a backward pass reuses it).
+template <class Map, class W, class System>
+struct forward_pass {
+    template <class T>
+    using view = backends::strided_view<const T>;
+    using buffer = typename System::template buffer<W>;
+
+    feature_block<System, W> fq, fk;
+    buffer R, E, Cq, V1w, V1, A, O, K, Oa;
+
+    /// Runs everything up to O (and, causal, K and Oa). A: the block states; causal: their
+    /// exclusive prefixes X_b. K: the masked, weighted intra-chunk scores.
+    template <class T>
+    forward_pass(const System& sys, const spectral<Map, W>& sp, const geometry& g, const view<T>& q, const view<T>& k,
+                 const view<T>& v, W scale)
+        : fq(row_features<Map, W>(sys, sp, g, q, g.Lqp, false, true, scale)),
+          fk(row_features<Map, W>(sys, sp, g, k, g.Lkp, true, true, scale)),
+          R(sys.template make_buffer<W>(g.problems * g.Lkp)),
+          E(sys.template make_buffer<W>(g.problems * g.nb)),
+          Cq(sys.template make_buffer<W>(g.problems * g.Lqp)),
+          V1w(sys.template make_buffer<W>(g.problems * g.Lkp * g.dv1)),
+          V1(sys.template make_buffer<W>(g.causal ? g.problems * g.Lkp * g.dv1 : 0)),
+          A(sys.template make_buffer<W>(g.problems * g.nb * g.F * g.dv1)),
+          O(sys.template make_buffer<W>(g.problems * g.Lqp * g.dv1)),
+          K(sys.template make_buffer<W>(g.causal ? g.problems * g.Lqp * chunk : 0)),
+          Oa(sys.template make_buffer<W>(g.causal ? g.problems * g.Lqp * g.dv1 : 0)) {
+        const index_t F = g.F, dv1 = g.dv1, n = g.problems;
+        const W* phq = fq.phi.data();
+        const W* phk = fk.phi.data();
+        const W* ck = fk.shift.data();
+        {
+            auto M = sys.template make_buffer<W>(n * g.nm);
+            sys.launch(n * g.nm, block_max<W>{g, ck, R.data(), M.data()});
+            sys.launch(n, block_max_prefix<W>{g, M.data()});
+            sys.launch(n * g.Lkp, finish_max<W>{g, M.data(), R.data()});
+        }
+        sys.launch(n * (g.nb + g.Lqp), references<W>{g, R.data(), E.data(), Cq.data()});
+        const index_t blk = g.block();
+        sys.launch(n * g.Lkp, value_rows<Map, T, W>{g, v, ck, E.data(), V1w.data(), g.causal ? V1.data() : nullptr});
+        // Block states (causal) or the one state per head: F × (dv + 1).
+        sys.gemm(true, false, F, dv1, blk, phk, F, blk * F, V1w.data(), dv1, blk * dv1, A.data(), dv1, F * dv1,
+                 n * g.nb);
+        if (!g.causal) {
+            sys.gemm(false, false, g.Lqp, dv1, F, phq, F, g.Lqp * F, A.data(), dv1, F * dv1, O.data(), dv1, g.Lqp * dv1,
+                     n);
+            return;
+        }
+        const index_t C = chunk, nc = n * g.nb;
+        sys.launch(n * F * dv1, exclusive_prefix<Map, W>{g, E.data(), A.data()});
+        sys.gemm(false, false, C, dv1, F, phq, F, C * F, A.data(), dv1, F * dv1, O.data(), dv1, C * dv1, nc);
+        sys.gemm(false, true, C, C, F, phq, F, C * F, phk, F, C * F, K.data(), C, C * C, nc);
+        sys.launch(n * g.Lqp * C, mask_scores<Map, W>{g, ck, Cq.data(), K.data()});
+        sys.gemm(false, false, C, dv1, C, K.data(), C, C * C, V1.data(), dv1, C * dv1, Oa.data(), dv1, C * dv1, nc);
+    }
+};
 
 /// The forward pass; see the file comment. Views and geometry are checked by the caller.
 template <class Map, class W, class System, class T>
@@ -57,47 +114,9 @@ void forward(const System& sys, const spectral<Map, W>& sp, const geometry& g, c
              const backends::strided_view<const T>& k, const backends::strided_view<const T>& v,
              const backends::strided_view<T>& out, W scale, W eps) {
     if (g.problems == 0 || g.Lq == 0) return;
-    const index_t F = g.F, dv1 = g.dv1, n = g.problems;
-    const auto fq = row_features<Map, W>(sys, sp, g, q, g.Lqp, false, true, scale);
-    const auto fk = row_features<Map, W>(sys, sp, g, k, g.Lkp, true, true, scale);
-    const W* phq = fq.phi.data();
-    const W* phk = fk.phi.data();
-    const W* ck = fk.shift.data();
-
-    auto R = sys.template make_buffer<W>(n * g.Lkp);
-    auto E = sys.template make_buffer<W>(n * g.nb);
-    auto Cq = sys.template make_buffer<W>(n * g.Lqp);
-    {
-        auto M = sys.template make_buffer<W>(n * g.nm);
-        sys.launch(n * g.nm, block_max<W>{g, ck, R.data(), M.data()});
-        sys.launch(n, block_max_prefix<W>{g, M.data()});
-        sys.launch(n * g.Lkp, finish_max<W>{g, M.data(), R.data()});
-    }
-    sys.launch(n * (g.nb + g.Lqp), references<W>{g, R.data(), E.data(), Cq.data()});
-
-    const index_t blk = g.block();
-    auto V1w = sys.template make_buffer<W>(n * g.Lkp * dv1);
-    auto V1 = sys.template make_buffer<W>(g.causal ? n * g.Lkp * dv1 : 0);
-    sys.launch(n * g.Lkp, value_rows<Map, T, W>{g, v, ck, E.data(), V1w.data(), g.causal ? V1.data() : nullptr});
-    // Block states (causal) or the one state per head: F × (dv + 1).
-    auto A = sys.template make_buffer<W>(n * g.nb * F * dv1);
-    sys.gemm(true, false, F, dv1, blk, phk, F, blk * F, V1w.data(), dv1, blk * dv1, A.data(), dv1, F * dv1, n * g.nb);
-
-    auto O = sys.template make_buffer<W>(n * g.Lqp * dv1);
-    if (!g.causal) {
-        sys.gemm(false, false, g.Lqp, dv1, F, phq, F, g.Lqp * F, A.data(), dv1, F * dv1, O.data(), dv1, g.Lqp * dv1, n);
-        sys.launch(n * g.Lq, emit_rows<Map, T, W>{g, eps, O.data(), nullptr, E.data(), Cq.data(), out});
-        return;
-    }
-    const index_t C = chunk, nc = n * g.nb;
-    sys.launch(n * F * dv1, exclusive_prefix<Map, W>{g, E.data(), A.data()});
-    sys.gemm(false, false, C, dv1, F, phq, F, C * F, A.data(), dv1, F * dv1, O.data(), dv1, C * dv1, nc);
-    auto K = sys.template make_buffer<W>(n * g.Lqp * C);
-    sys.gemm(false, true, C, C, F, phq, F, C * F, phk, F, C * F, K.data(), C, C * C, nc);
-    sys.launch(n * g.Lqp * C, mask_scores<Map, W>{g, ck, Cq.data(), K.data()});
-    auto Oa = sys.template make_buffer<W>(n * g.Lqp * dv1);
-    sys.gemm(false, false, C, dv1, C, K.data(), C, C * C, V1.data(), dv1, C * dv1, Oa.data(), dv1, C * dv1, nc);
-    sys.launch(n * g.Lq, emit_rows<Map, T, W>{g, eps, O.data(), Oa.data(), E.data(), Cq.data(), out});
+    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
+    sys.launch(g.problems * g.Lq, emit_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr,
+                                                       fp.E.data(), fp.Cq.data(), out});
 }
 
 /// φ(s·x) of x's rows without stabiliser (the exact map), into phi (rows × F, system memory).

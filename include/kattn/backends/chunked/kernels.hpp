@@ -228,6 +228,22 @@ struct mask_scores {
     }
 };
 
+/// The factor of query row r's inter-chunk part: e^{E_{b−1} − C_i} when causal (0 in the
+/// first chunk, whose O is zero), e^{E − C_i} (= 1) otherwise.
+template <class Map, class W>
+KATTN_HD inline W inter_factor(const geometry& g, const W* E, const W* Cq, index_t p, index_t i, index_t r) {
+    if (!g.causal) return rescale<Map>(E[p], Cq[r]);
+    const index_t b = i / chunk;
+    return b > 0 ? rescale<Map>(E[p * g.nb + b - 1], Cq[r]) : W(0);
+}
+
+/// Column c of query row r's numerator: f·O (+ Oa when causal).
+template <class W>
+KATTN_HD inline W numerator(const geometry& g, const W* O, const W* Oa, index_t r, W f, index_t c) {
+    const W inter = f == W(0) ? W(0) : f * O[r * g.dv1 + c];
+    return Oa ? inter + Oa[r * g.dv1 + c] : inter;
+}
+
 /// out_i = n_i[0, dv) / guard(n_i[dv]) with n_i = e^{E − C_i}·O_i (+ Oa_i when causal:
 /// O is then the inter-chunk part at reference E_{b−1}, and zero in the first chunk).
 template <class Map, class T, class W>
@@ -239,23 +255,13 @@ struct emit_rows {
     const W* E;
     const W* Cq;
     backends::strided_view<T> out;
-    KATTN_HD W numerator(index_t r, W f, index_t c) const {
-        const W inter = f == W(0) ? W(0) : f * O[r * g.dv1 + c];
-        return Oa ? inter + Oa[r * g.dv1 + c] : inter;
-    }
     KATTN_HD void operator()(index_t idx) const {
         const index_t p = idx / g.Lq, i = idx % g.Lq, r = p * g.Lqp + i;
-        W f;
-        if (g.causal) {
-            const index_t b = i / chunk;
-            f = b > 0 ? rescale<Map>(E[p * g.nb + b - 1], Cq[r]) : W(0);
-        } else {
-            f = rescale<Map>(E[p], Cq[r]);
-        }
+        const W f = inter_factor<Map>(g, E, Cq, p, i, r);
         bool clamped = false;
-        const W den = guard_denominator<Map::is_positive>(numerator(r, f, g.dv), eps, clamped);
+        const W den = guard_denominator<Map::is_positive>(numerator(g, O, Oa, r, f, g.dv), eps, clamped);
         T* dst = out.row(p / g.heads, p % g.heads, i);
-        for (index_t c = 0; c < g.dv; ++c) dst[c] = static_cast<T>(numerator(r, f, c) / den);
+        for (index_t c = 0; c < g.dv; ++c) dst[c] = static_cast<T>(numerator(g, O, Oa, r, f, c) / den);
     }
 };
 

@@ -6,9 +6,9 @@
 //   buffer<W>(n)          owned scratch memory of n elements (contents unspecified)
 //   launch(n, fn)         fn(i) for i in [0, n), in any order and concurrency; fn writes
 //                         only its own outputs, so results never depend on the launch
-//   gemm(ta, tb, M, N, K, A, lda, sA, B, ldb, sB, C, ldc, sC, batch)
-//                         C_i = op(A_i)·op(B_i) for i < batch, row-major, C overwritten;
-//                         A_i = A + i·sA (likewise B, C); op transposes when ta / tb
+//   gemm(ta, tb, M, N, K, A, lda, sA, B, ldb, sB, C, ldc, sC, batch, accumulate = false)
+//                         C_i = op(A_i)·op(B_i) (+ C_i when accumulate) for i < batch,
+//                         row-major; A_i = A + i·sA (likewise B, C); op transposes when ta / tb
 //   mirror(host_ptr, n)   a read-only device copy of n host elements (.get())
 //   to_host(dst, src, n)  n device elements back to host memory, after all prior work
 //   fallback              an execution backend for the primitives not chunked here
@@ -111,7 +111,7 @@ struct host_system {
     /// Row-major batched product; each C entry is one dot product in k order.
     template <class W>
     void gemm(bool ta, bool tb, index_t M, index_t N, index_t K, const W* A, index_t lda, index_t sA, const W* B,
-              index_t ldb, index_t sB, W* C, index_t ldc, index_t sC, index_t batch) const {
+              index_t ldb, index_t sB, W* C, index_t ldc, index_t sC, index_t batch, bool accumulate = false) const {
 #pragma omp parallel for schedule(static)
         for (index_t r = 0; r < batch * M; ++r) {
             const index_t i = r / M, m = r % M;
@@ -122,7 +122,7 @@ struct host_system {
                 W acc = W(0);
                 for (index_t k = 0; k < K; ++k)
                     acc += (ta ? a[k * lda + m] : a[m * lda + k]) * (tb ? b[n * ldb + k] : b[k * ldb + n]);
-                c[n] = acc;
+                c[n] = accumulate ? c[n] + acc : acc;
             }
         }
     }

@@ -1,0 +1,241 @@
+// kattn/backends/chunked/backward.hpp — the chunked backward pass over a system's primitives.
+//
+// The forward pass is recomputed (chunked/forward.hpp: forward_pass), then, with the output
+// cotangent ñ_i = [G_i / den_i, −⟨G_i, out_i⟩ / den_i] (0 where the guard clamped) and
+// its inter-chunk scaling ñf_i = f_i·ñ_i:
+//   non-causal   dΦ_Q = ñf·Sᵀ;  D = Φ_Qᵀ·ñf;  dΦ_K = (kw ⊙ [V, 1])·Dᵀ;  dV = kw ⊙ (Φ_K·D)
+//   causal       per chunk b: dΦ_Q,b = ñf_b·X_bᵀ + M_b·Φ_K,b with M = mask ⊙ w ⊙ (ñ·[V, 1]ᵀ);
+//                D_b = Φ_Q,bᵀ·ñf_b and its exclusive suffix T_b = D_{b+1} + e^{E_b − E_{b+1}}·T_{b+1}
+//                in reverse block order; dΦ_K,b = M_bᵀ·Φ_Q,b + (kw ⊙ [V, 1]_b)·T_bᵀ;
+//                dV_b = kw ⊙ (Φ_K,b·T_b) + K_bᵀ·ñ_b
+// then the maps' row VJPs (dφ → du, dx, db per row), dx += du·Ωᵀ, dΩ = Σ X_rowsᵀ·dU_rows
+// and db = Σ_rows db_row as products (queries, then keys). Every sum has a fixed order.
+#pragma once
+
+#include "forward.hpp"
+#include "kernels.hpp"
+
+namespace kattn::detail::chunked_impl {
+
+/// Nt = ñ and Nf = f·ñ of query row r (zeros for padding rows).
+template <class Map, class T, class W>
+struct cotangent_rows {
+    geometry g;
+    W eps;
+    const W* O;
+    const W* Oa;
+    const W* E;
+    const W* Cq;
+    backends::strided_view<const T> dout;
+    W* Nt;
+    W* Nf;
+    KATTN_HD void operator()(index_t r) const {
+        const index_t p = r / g.Lqp, i = r % g.Lqp;
+        W* nt = Nt + r * g.dv1;
+        W* nf = Nf + r * g.dv1;
+        if (i >= g.Lq) {
+            for (index_t c = 0; c < g.dv1; ++c) nt[c] = nf[c] = W(0);
+            return;
+        }
+        const W f = inter_factor<Map>(g, E, Cq, p, i, r);
+        bool clamped = false;
+        const W den = guard_denominator<Map::is_positive>(numerator(g, O, Oa, r, f, g.dv), eps, clamped);
+        const T* G = dout.row(p / g.heads, p % g.heads, i);
+        W ge = W(0);
+        for (index_t c = 0; c < g.dv; ++c) {
+            const W gc = static_cast<W>(G[c]);
+            nt[c] = gc / den;
+            ge += gc * (numerator(g, O, Oa, r, f, c) / den);
+        }
+        nt[g.dv] = clamped ? W(0) : -ge / den;
+        for (index_t c = 0; c < g.dv1; ++c) nf[c] = f == W(0) ? W(0) : f * nt[c];
+    }
+};
+
+/// Causal: D_b → T_b = Σ_{b' > b} e^{E_b − E_{b'−1}} D_{b'}, in place, per (p, f, c), in
+/// reverse block order.
+template <class Map, class W>
+struct reverse_suffix {
+    geometry g;
+    const W* E;
+    W* D;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t n = g.F * g.dv1, p = idx / n, fc = idx % n;
+        W run = W(0);
+        for (index_t b = g.nb - 1; b >= 0; --b) {
+            W* d = D + (p * g.nb + b) * n + fc;
+            const W cur = *d;
+            *d = run;
+            if (b > 0) run = cur + rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run;
+        }
+    }
+};
+
+/// dv_j = kw_j·Pk_j[0, dv) (+ Vi_j when causal); zero for padding keys.
+template <class Map, class T, class W>
+struct value_grads {
+    geometry g;
+    const W* ck;
+    const W* E;
+    const W* Pk;
+    const W* Vi;  ///< or nullptr
+    backends::strided_view<T> dv;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t p = idx / g.Lk, j = idx % g.Lk, r = p * g.Lkp + j;
+        T* dst = dv.row(p / g.heads, p % g.heads, j);
+        if (j >= g.keys(p)) {
+            for (index_t c = 0; c < g.dv; ++c) dst[c] = static_cast<T>(W(0));
+            return;
+        }
+        const W kw = rescale<Map>(ck[r], E[p * g.nb + j / g.block()]);
+        for (index_t c = 0; c < g.dv; ++c)
+            dst[c] = static_cast<T>(kw * Pk[r * g.dv1 + c] + (Vi ? Vi[r * g.dv1 + c] : W(0)));
+    }
+};
+
+/// The map's VJP of row r: dφ → du (P), the direct dx (d) and db (m); zeros for padding.
+template <class Map, class W>
+struct vjp_rows {
+    spectral<Map, W> s;
+    geometry g;
+    index_t Lp, L;
+    bool keys;
+    const W* X;
+    const W* U;
+    const W* phi;
+    const W* shift;
+    const W* dphi;
+    W* dU;
+    W* dX;
+    W* dB;    ///< rows × m, or nullptr
+    W* work;  ///< rows × Map::workspace(m)
+    KATTN_HD void operator()(index_t r) const {
+        const index_t p = r / Lp, l = r % Lp, ws = Map::workspace(g.m);
+        W* du = dU + r * g.P;
+        W* dx = dX + r * g.d;
+        W* db = dB ? dB + r * g.m : nullptr;
+        W* wk = work + r * ws;
+        for (index_t i = 0; i < g.P; ++i) du[i] = W(0);
+        for (index_t i = 0; i < g.d; ++i) dx[i] = W(0);
+        if (db)
+            for (index_t i = 0; i < g.m; ++i) db[i] = W(0);
+        for (index_t i = 0; i < ws; ++i) wk[i] = W(0);
+        if (l >= L || (keys && l >= g.keys(p))) return;
+        Map::template activate_vjp<scalar_ops>(s.params, g.d, g.m, X + r * g.d, U + r * g.P, s.bias, shift[r],
+                                               phi + r * g.F, dphi + r * g.F, du, dx, db, wk);
+    }
+};
+
+/// dst(b, h, l) = scale·dX[p·Lp + l] for l < dst.len.
+template <class T, class W>
+struct scatter_rows {
+    backends::strided_view<T> dst;
+    index_t Lp, heads;
+    W scale;
+    const W* dX;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t p = idx / dst.len, l = idx % dst.len;
+        T* out = dst.row(p / heads, p % heads, l);
+        const W* src = dX + (p * Lp + l) * dst.dim;
+        for (index_t i = 0; i < dst.dim; ++i) out[i] = static_cast<T>(scale * src[i]);
+    }
+};
+
+template <class W>
+struct fill_value {
+    W* dst;
+    W value;
+    KATTN_HD void operator()(index_t i) const { dst[i] = value; }
+};
+
+/// Where the gradients go (system memory): dq, dk, dv as views; dΩ (d × P) and db (m)
+/// overwritten with the sum over every head, or nullptr when not wanted.
+template <class T, class W>
+struct gradient_views {
+    backends::strided_view<T> dq, dk, dv;
+    W* d_omega = nullptr;
+    W* d_bias = nullptr;
+};
+
+/// The backward pass; see the file comment. Views and geometry are checked by the caller.
+template <class Map, class W, class System, class T>
+void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
+              const backends::strided_view<const T>& q, const backends::strided_view<const T>& k,
+              const backends::strided_view<const T>& v, const backends::strided_view<const T>& dout,
+              const gradient_views<T, W>& out, W scale, W eps) {
+    if (g.problems == 0) return;
+    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
+    const index_t F = g.F, dv1 = g.dv1, n = g.problems, qr = n * g.Lqp, kr = n * g.Lkp;
+    const W* phq = fp.fq.phi.data();
+    const W* phk = fp.fk.phi.data();
+    const W* ck = fp.fk.shift.data();
+    const W* A = fp.A.data();
+    auto Nt = sys.template make_buffer<W>(qr * dv1);
+    auto Nf = sys.template make_buffer<W>(qr * dv1);
+    sys.launch(qr, cotangent_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr, fp.E.data(),
+                                             fp.Cq.data(), dout, Nt.data(), Nf.data()});
+    auto dPhq = sys.template make_buffer<W>(qr * F);
+    auto dPhk = sys.template make_buffer<W>(kr * F);
+    auto D = sys.template make_buffer<W>(n * g.nb * F * dv1);
+    auto Pk = sys.template make_buffer<W>(kr * dv1);
+    if (!g.causal) {
+        const index_t Lq = g.Lqp, Lk = g.Lkp;
+        sys.gemm(false, true, Lq, F, dv1, Nf.data(), dv1, Lq * dv1, A, dv1, F * dv1, dPhq.data(), F, Lq * F, n);
+        sys.gemm(true, false, F, dv1, Lq, phq, F, Lq * F, Nf.data(), dv1, Lq * dv1, D.data(), dv1, F * dv1, n);
+        sys.gemm(false, true, Lk, F, dv1, fp.V1w.data(), dv1, Lk * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, Lk * F,
+                 n);
+        sys.gemm(false, false, Lk, dv1, F, phk, F, Lk * F, D.data(), dv1, F * dv1, Pk.data(), dv1, Lk * dv1, n);
+        sys.launch(n * g.Lk, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), nullptr, out.dv});
+    } else {
+        const index_t C = chunk, nc = n * g.nb;
+        auto M = sys.template make_buffer<W>(qr * C);
+        sys.gemm(false, true, C, F, dv1, Nf.data(), dv1, C * dv1, A, dv1, F * dv1, dPhq.data(), F, C * F, nc);
+        sys.gemm(false, true, C, C, dv1, Nt.data(), dv1, C * dv1, fp.V1.data(), dv1, C * dv1, M.data(), C, C * C, nc);
+        sys.launch(qr * C, mask_scores<Map, W>{g, ck, fp.Cq.data(), M.data()});
+        sys.gemm(false, false, C, F, C, M.data(), C, C * C, phk, F, C * F, dPhq.data(), F, C * F, nc, true);
+        sys.gemm(true, false, F, dv1, C, phq, F, C * F, Nf.data(), dv1, C * dv1, D.data(), dv1, F * dv1, nc);
+        sys.launch(n * F * dv1, reverse_suffix<Map, W>{g, fp.E.data(), D.data()});
+        sys.gemm(true, false, C, F, C, M.data(), C, C * C, phq, F, C * F, dPhk.data(), F, C * F, nc);
+        sys.gemm(false, true, C, F, dv1, fp.V1w.data(), dv1, C * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, C * F,
+                 nc, true);
+        sys.gemm(false, false, C, dv1, F, phk, F, C * F, D.data(), dv1, F * dv1, Pk.data(), dv1, C * dv1, nc);
+        auto Vi = sys.template make_buffer<W>(kr * dv1);
+        sys.gemm(true, false, C, dv1, C, fp.K.data(), C, C * C, Nt.data(), dv1, C * dv1, Vi.data(), dv1, C * dv1, nc);
+        sys.launch(n * g.Lk, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), Vi.data(), out.dv});
+    }
+
+    // The maps' VJPs, dx += du·Ωᵀ, then dΩ and db as products over every row.
+    const index_t ws = Map::workspace(g.m), m = Map::uses_bias ? g.m : 0;
+    auto vjp = [&](const feature_block<System, W>& fb, const W* dphi, index_t Lp, index_t L, bool keys,
+                   const backends::strided_view<T>& dst) {
+        const index_t rows = n * Lp;
+        struct result {
+            typename System::template buffer<W> dU, dB;
+        } res{sys.template make_buffer<W>(rows * g.P), sys.template make_buffer<W>(rows * m)};
+        auto dX = sys.template make_buffer<W>(rows * g.d);
+        auto work = sys.template make_buffer<W>(rows * ws);
+        sys.launch(rows, vjp_rows<Map, W>{sp, g, Lp, L, keys, fb.X.data(), fb.U.data(), fb.phi.data(), fb.shift.data(),
+                                          dphi, res.dU.data(), dX.data(), m ? res.dB.data() : nullptr, work.data()});
+        sys.gemm(false, true, rows, g.d, g.P, res.dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
+                 true);
+        sys.launch(n * L, scatter_rows<T, W>{dst, Lp, g.heads, scale, dX.data()});
+        return res;
+    };
+    const auto rq = vjp(fp.fq, dPhq.data(), g.Lqp, g.Lq, false, out.dq);
+    const auto rk = vjp(fp.fk, dPhk.data(), g.Lkp, g.Lk, true, out.dk);
+    if (out.d_omega) {
+        sys.gemm(true, false, g.d, g.P, qr, fp.fq.X.data(), g.d, 0, rq.dU.data(), g.P, 0, out.d_omega, g.P, 0,
+                 index_t(1));
+        sys.gemm(true, false, g.d, g.P, kr, fp.fk.X.data(), g.d, 0, rk.dU.data(), g.P, 0, out.d_omega, g.P, 0,
+                 index_t(1), true);
+    }
+    if (out.d_bias && m > 0) {
+        const index_t rows = qr > kr ? qr : kr;
+        auto ones = sys.template make_buffer<W>(rows);
+        sys.launch(rows, fill_value<W>{ones.data(), W(1)});
+        sys.gemm(false, false, 1, m, qr, ones.data(), qr, 0, rq.dB.data(), m, 0, out.d_bias, m, 0, index_t(1));
+        sys.gemm(false, false, 1, m, kr, ones.data(), kr, 0, rk.dB.data(), m, 0, out.d_bias, m, 0, index_t(1), true);
+    }
+}
+
+}  // namespace kattn::detail::chunked_impl
