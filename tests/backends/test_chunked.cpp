@@ -19,6 +19,7 @@
 #include <xtensor/xtensor.hpp>
 
 #include "../tensors.hpp"
+#include "backend_cases.hpp"
 
 #include <kattn/fwd.hpp>
 #include <kattn/attention/linear_attention.hpp>
@@ -62,53 +63,10 @@ bool bitwise_equal(const A& a, const B& b) {
     return a.size() == b.size() && std::equal(a.data(), a.data() + a.size(), b.data());
 }
 
-template <class Map, class T, class Backend>
-using attn = linear_attention<Map, typename Map::default_sampler, Backend, T>;
-
-template <class Map>
-attention_config<> config() {
-    // Signed maps use a wider kernel (σ = 3) so that denominators stay away from zero.
-    return attention_config<>{
-        .head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 3, .sigma = Map::is_positive ? 1.0 : 3.0};
-}
-
-/// Batch 0 keeps L − 1 keys, batch 1 about a quarter: the masks cross chunk boundaries.
-inline std::vector<index_t> lengths(index_t B, index_t L, bool padded) {
-    std::vector<index_t> lens(static_cast<std::size_t>(B));
-    for (index_t b = 0; b < B; ++b)
-        lens[std::size_t(b)] = !padded ? L : b % 2 == 0 ? std::max<index_t>(1, L - 1) : std::max<index_t>(1, L / 4);
-    return lens;
-}
-
-struct case_result {
-    xt::xtensor<double, 4> out, dq, dk, dv;
-    xt::xtensor<double, 2> d_omega;
-    xt::xtensor<double, 1> d_bias;
-};
-
-template <class Map, class T, class Backend>
-case_result run_case(index_t L, bool causal, bool padded) {
-    const attn<Map, T, Backend> a(config<Map>());
-    const auto sl = std::size_t(L);
-    const auto q = randn<T, 4>({2, 3, sl, 8}, 1, 0.5), k = randn<T, 4>({2, 3, sl, 8}, 2, 0.5);
-    const auto v = randn<T, 4>({2, 3, sl, 5}, 3), G = randn<T, 4>({2, 3, sl, 5}, 4);
-    const auto lens = lengths(2, L, padded);
-    const key_lengths kl(lens);
-    const auto out = causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
-    const auto g = causal ? a.backward(q, k, v, G, kattn::causal, kl) : a.backward(q, k, v, G, kl);
-    return {xt::cast<double>(out),  xt::cast<double>(g.dq),      xt::cast<double>(g.dk),
-            xt::cast<double>(g.dv), xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
-}
-
-void check_close(const case_result& s, const case_result& r, index_t L, double tol) {
-    CHECK(rel_err(s.out, r.out) < tol);
-    CHECK(rel_err(s.dv, r.dv) < tol);
-    if (L == 1) return;  // a single token: out = v, so dq = dk = dΩ = 0 up to rounding
-    CHECK(rel_err(s.dq, r.dq) < tol);
-    CHECK(rel_err(s.dk, r.dk) < tol);
-    CHECK(rel_err(s.d_omega, r.d_omega) < tol);
-    if (r.d_bias.size()) CHECK(rel_err(s.d_bias, r.d_bias) < tol);
-}
+using kt::attn;
+using kt::case_result;
+using kt::check_close;
+using kt::run_case;
 
 bool bitwise_equal(const case_result& a, const case_result& b) {
     return bitwise_equal(a.out, b.out) && bitwise_equal(a.dq, b.dq) && bitwise_equal(a.dk, b.dk) &&
@@ -121,13 +79,13 @@ void compare_all() {
         for (bool causal : {false, true})
             for (bool padded : {false, true}) {
                 INFO(Map::name, " L=", L, " causal=", causal, " padded=", padded);
-                const auto r = run_case<Map, double, backends::reference>(L, causal, padded);
-                check_close(run_case<Map, double, chunked_backend>(L, causal, padded), r, L, 1e-10);
-                const auto rf = run_case<Map, float, backends::reference>(L, causal, padded);
-                const auto cf = run_case<Map, float, chunked_backend>(L, causal, padded);
+                const auto r = run_case<Map, double, backends::reference>(2, 3, L, causal, padded);
+                check_close(run_case<Map, double, chunked_backend>(2, 3, L, causal, padded), r, L, 1e-10);
+                const auto rf = run_case<Map, float, backends::reference>(2, 3, L, causal, padded);
+                const auto cf = run_case<Map, float, chunked_backend>(2, 3, L, causal, padded);
                 check_close(cf, rf, L, float_tol);
                 // Run to run: the same bits, forward and backward.
-                CHECK(bitwise_equal(run_case<Map, float, chunked_backend>(L, causal, padded), cf));
+                CHECK(bitwise_equal(run_case<Map, float, chunked_backend>(2, 3, L, causal, padded), cf));
             }
 }
 

@@ -196,8 +196,8 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         sys.gemm(true, false, F, dv1, C, phq, F, C * F, Nf.data(), dv1, C * dv1, D.data(), dv1, F * dv1, nc);
         sys.launch(n * F * dv1, reverse_suffix<Map, W>{g, fp.E.data(), D.data()});
         sys.gemm(true, false, C, F, C, M.data(), C, C * C, phq, F, C * F, dPhk.data(), F, C * F, nc);
-        sys.gemm(false, true, C, F, dv1, fp.V1w.data(), dv1, C * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, C * F,
-                 nc, true);
+        sys.gemm(false, true, C, F, dv1, fp.V1w.data(), dv1, C * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, C * F, nc,
+                 true);
         sys.gemm(false, false, C, dv1, F, phk, F, C * F, D.data(), dv1, F * dv1, Pk.data(), dv1, C * dv1, nc);
         auto Vi = sys.template make_buffer<W>(kr * dv1);
         sys.gemm(true, false, C, dv1, C, fp.K.data(), C, C * C, Nt.data(), dv1, C * dv1, Vi.data(), dv1, C * dv1, nc);

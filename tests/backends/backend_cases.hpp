@@ -1,0 +1,72 @@
+// tests/backends/backend_cases.hpp — the cases every device-style backend is checked on
+// against the reference: one attention forward and backward per map × mask, with padding
+// that crosses the 64-token chunk boundaries (the Thrust and chunked/CUDA backends'
+// tests; nvcc-safe: it includes only the operator and xtensor).
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include <xtensor/xtensor.hpp>
+
+#include <kattn/attention/linear_attention.hpp>
+
+#include "../tensors.hpp"
+
+namespace kt {
+
+template <class Map, class T, class Backend>
+using attn = kattn::linear_attention<Map, typename Map::default_sampler, Backend, T>;
+
+/// Outputs and gradients of one case, widened to double.
+struct case_result {
+    xt::xtensor<double, 4> out, dq, dk, dv;
+    xt::xtensor<double, 2> d_omega;
+    xt::xtensor<double, 1> d_bias;
+};
+
+template <class Map>
+kattn::attention_config<> case_config() {
+    // Signed maps use a wider kernel (σ = 3) so that denominators stay away from zero.
+    return kattn::attention_config<>{
+        .head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 3, .sigma = Map::is_positive ? 1.0 : 3.0};
+}
+
+/// Padding: batch 0 keeps L − 1 keys, batch 1 about a quarter (whole causal chunks of
+/// padding), so the masks cross the 64-token chunk boundaries.
+inline std::vector<kattn::index_t> case_lengths(kattn::index_t B, kattn::index_t L, bool padded) {
+    std::vector<kattn::index_t> lens(static_cast<std::size_t>(B));
+    for (kattn::index_t b = 0; b < B; ++b)
+        lens[std::size_t(b)] = !padded      ? L
+                               : b % 2 == 0 ? std::max<kattn::index_t>(1, L - 1)
+                                            : std::max<kattn::index_t>(1, L / 4);
+    return lens;
+}
+
+/// Forward and backward of a [B, H, L] problem (d = 8, dv = 5) with optional padding.
+template <class Map, class T, class Backend>
+case_result run_case(kattn::index_t B, kattn::index_t H, kattn::index_t L, bool causal, bool padded) {
+    const attn<Map, T, Backend> a(case_config<Map>());
+    const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L);
+    const auto q = randn<T, 4>({sb, sh, sl, 8}, 1, 0.5), k = randn<T, 4>({sb, sh, sl, 8}, 2, 0.5);
+    const auto v = randn<T, 4>({sb, sh, sl, 5}, 3), G = randn<T, 4>({sb, sh, sl, 5}, 4);
+    const auto lens = case_lengths(B, L, padded);
+    const kattn::key_lengths kl(lens);
+    const auto out = causal ? a(q, k, v, kattn::causal, kl) : a(q, k, v, kl);
+    const auto g = causal ? a.backward(q, k, v, G, kattn::causal, kl) : a.backward(q, k, v, G, kl);
+    return {xt::cast<double>(out),  xt::cast<double>(g.dq),      xt::cast<double>(g.dk),
+            xt::cast<double>(g.dv), xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
+}
+
+/// Every output within tol (relative to the largest entry) of the reference's.
+inline void check_close(const case_result& s, const case_result& r, kattn::index_t L, double tol) {
+    CHECK(rel_err(s.out, r.out) < tol);
+    CHECK(rel_err(s.dv, r.dv) < tol);
+    if (L == 1) return;  // a single token: out = v, so dq = dk = dΩ = 0 up to rounding
+    CHECK(rel_err(s.dq, r.dq) < tol);
+    CHECK(rel_err(s.dk, r.dk) < tol);
+    CHECK(rel_err(s.d_omega, r.d_omega) < tol);
+    if (r.d_bias.size()) CHECK(rel_err(s.d_bias, r.d_bias) < tol);
+}
+
+}  // namespace kt
