@@ -1,0 +1,340 @@
+// bench/bench_cuda.cu — the CUDA backend against the GPU's own ceilings, in one process
+// (built with -Dcuda=enabled; scripts/gpu-check runs it).
+//
+//   bench_cuda [--L 1024,4096,16384,65536,262144] [--heads 8] [--d 64] [--m 256]
+//              [--repeats 5] [--budget 240] [--no-fla] [--json PATH]
+//
+// Ceilings, measured first: cuBLAS GEMM TFLOP/s on 8192² (TF32, BF16 inputs with FP32
+// accumulation, exact FP32) and device-to-device copy bandwidth (cudaMemcpyAsync of
+// 1 GiB: read + write bytes / time). Then backends::cuda through its device-resident
+// calls (nothing crosses the PCIe bus): favor (orthogonal frequencies) at B 1, H heads,
+// d = dv, m features for each L, and FLA's published shapes (B1 T8192 H96 D128,
+// B4 T4096 H64 D128, B8 T1024 H8 D64) with elu and the identity sampler (m = d, the map
+// closest to plain linear attention); non-causal and causal; float and bf16 inputs and
+// outputs (the products run in TF32 in both). Times: CUDA events, median of --repeats
+// after one warm-up. TFLOP/s use the products the algorithm executes (flop_model below,
+// the backward including its recomputed forward); GB/s the bytes of the inputs and
+// outputs; peak memory the stream-ordered pool's high-water mark plus the caller's
+// tensors. A benchmark, not a test.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <kattn/fwd.hpp>
+#include <kattn/attention/linear_attention.hpp>
+#include <kattn/backends/cuda.cuh>
+#include <kattn/features/elu.hpp>
+#include <kattn/features/favor.hpp>
+#include <kattn/samplers/identity.hpp>
+#include <kattn/samplers/orthogonal_gaussian.hpp>
+
+namespace {
+
+using kattn::index_t;
+namespace kb = kattn::backends;
+
+struct options {
+    std::vector<long> L{1024, 4096, 16384, 65536, 262144};
+    long heads = 8, d = 64, m = 256, repeats = 5;
+    double budget = 240;
+    bool fla = true;
+    std::string json;
+};
+
+std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> r;
+    std::stringstream ss(s);
+    for (std::string t; std::getline(ss, t, ',');)
+        if (!t.empty()) r.push_back(t);
+    return r;
+}
+
+options parse(int argc, char** argv) {
+    options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "bench_cuda: %s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--L") {
+            o.L.clear();
+            for (const auto& t : split(next())) o.L.push_back(std::stol(t));
+        } else if (a == "--heads")
+            o.heads = std::stol(next());
+        else if (a == "--d")
+            o.d = std::stol(next());
+        else if (a == "--m")
+            o.m = std::stol(next());
+        else if (a == "--repeats")
+            o.repeats = std::max(1L, std::stol(next()));
+        else if (a == "--budget")
+            o.budget = std::stod(next());
+        else if (a == "--no-fla")
+            o.fla = false;
+        else if (a == "--json")
+            o.json = next();
+        else {
+            std::fprintf(stderr, "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
+                                 "[--budget S] [--no-fla] [--json PATH]\n");
+            std::exit(a == "--help" || a == "-h" ? 0 : 2);
+        }
+    }
+    return o;
+}
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "bench_cuda: %s: %s\n", what, cudaGetErrorString(e));
+        std::exit(1);
+    }
+}
+
+/// Median seconds of `repeats` calls of f after one warm-up, timed with events on stream 0.
+template <class F>
+double time_median(long repeats, F&& f) {
+    cudaEvent_t a, b;
+    check(cudaEventCreate(&a), "cudaEventCreate");
+    check(cudaEventCreate(&b), "cudaEventCreate");
+    f();
+    check(cudaDeviceSynchronize(), "warm-up");
+    std::vector<double> t;
+    for (long r = 0; r < repeats; ++r) {
+        check(cudaEventRecord(a, nullptr), "cudaEventRecord");
+        f();
+        check(cudaEventRecord(b, nullptr), "cudaEventRecord");
+        check(cudaEventSynchronize(b), "cudaEventSynchronize");
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+        t.push_back(ms * 1e-3);
+    }
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+/// cuBLAS TFLOP/s on n × n × n with the given data and compute types.
+double gemm_ceiling(cudaDataType_t type, std::size_t elem, cublasComputeType_t compute, long repeats) {
+    const int n = 8192;
+    void *A, *B, *C;
+    const std::size_t bytes = std::size_t(n) * n * elem;
+    check(cudaMalloc(&A, bytes), "cudaMalloc");
+    check(cudaMalloc(&B, bytes), "cudaMalloc");
+    check(cudaMalloc(&C, std::size_t(n) * n * 4), "cudaMalloc");
+    check(cudaMemset(A, 0, bytes), "cudaMemset");
+    check(cudaMemset(B, 0, bytes), "cudaMemset");
+    const cublasHandle_t h = kattn::detail::cublas_handle();
+    cublasSetStream(h, nullptr);
+    const float alpha = 1, beta = 0;
+    const cudaDataType_t ctype = type == CUDA_R_16BF ? CUDA_R_32F : type;
+    const double s = time_median(repeats, [&] {
+        cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, A, type, n, B, type, n, &beta, C, ctype, n, compute,
+                     CUBLAS_GEMM_DEFAULT);
+    });
+    cudaFree(A);
+    cudaFree(B);
+    cudaFree(C);
+    return 2.0 * n * double(n) * n / s * 1e-12;
+}
+
+/// Device-to-device copy bandwidth (read + write), GB/s.
+double copy_bandwidth(long repeats) {
+    const std::size_t bytes = std::size_t(1) << 30;
+    void *a, *b;
+    check(cudaMalloc(&a, bytes), "cudaMalloc");
+    check(cudaMalloc(&b, bytes), "cudaMalloc");
+    check(cudaMemset(a, 1, bytes), "cudaMemset");
+    const double s = time_median(repeats, [&] { cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, nullptr); });
+    cudaFree(a);
+    cudaFree(b);
+    return 2.0 * double(bytes) / s * 1e-9;
+}
+
+/// Flops of the products the chunked algorithm executes (per call, all heads).
+struct flop_model {
+    double forward = 0, backward = 0;  ///< backward includes its recomputed forward
+};
+flop_model model(double BH, double L, double d, double P, double F, double dv, bool causal) {
+    const double dv1 = dv + 1, C = 64;
+    double fw = 2 * 2 * L * d * P + 2 * 2 * L * F * dv1;
+    double bw = 4 * 2 * L * F * dv1 + 2 * 2 * L * P * d + 2 * 2 * L * d * P;
+    if (causal) {
+        fw += 2 * L * C * F + 2 * L * C * dv1;
+        bw += 2 * (2 * L * C * dv1) + 2 * (2 * L * C * F);
+    }
+    return {BH * fw, BH * (fw + bw)};
+}
+
+struct record {
+    std::string op, map, precision;
+    bool causal = false;
+    long batch = 0, heads = 0, L = 0, d = 0, m = 0;
+    double seconds = 0, tflops = 0, ceiling = 0, gbps = 0, copy_gbps = 0;
+    std::size_t peak_bytes = 0;
+};
+
+/// Fills n device elements of T with a cheap hash of (seed, i) scaled to about ±sd.
+template <class T>
+struct hash_fill {
+    T* p;
+    std::uint64_t seed;
+    float sd;
+    __device__ void operator()(index_t i) const {
+        std::uint64_t z = (seed + 1) * 0x9E3779B97F4A7C15ull + std::uint64_t(i) * 0xBF58476D1CE4E5B9ull;
+        z ^= z >> 31;
+        z *= 0x94D049BB133111EBull;
+        z ^= z >> 29;
+        const float u = float(z >> 40) / float(1ull << 24);  // [0, 1)
+        p[i] = static_cast<T>(sd * (2.f * u - 1.f));
+    }
+};
+
+template <class Map, class Sampler, class T>
+void run_case(const options& o, const char* map, const char* precision, long B, long H, long L, long d, long m,
+              bool causal, double ceiling, double copy_gbps, const cudaDeviceProp& prop, std::vector<record>& out) {
+    using W = float;
+    const kattn::attention_config cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
+    const kattn::linear_attention<Map, Sampler, kb::cuda, float> op(cfg);
+    const kb::cuda_system sys{};
+    const kb::device_parameters<Map, W, kb::cuda_system> params(sys, op.spectral());
+    const index_t n = B * H * L * d;
+    cudaMemPool_t pool;
+    check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+    std::vector<T*> bufs(7);
+    for (auto& p : bufs) check(cudaMalloc(&p, std::size_t(n) * sizeof(T)), "cudaMalloc (inputs)");
+    for (int i = 0; i < 4; ++i) sys.launch(n, hash_fill<T>{bufs[std::size_t(i)], std::uint64_t(i), i < 2 ? 0.5f : 1.f});
+    T *q = bufs[0], *k = bufs[1], *v = bufs[2], *dout = bufs[3], *dq = bufs[4], *dk = bufs[5], *dv = bufs[6];
+    T* outp = nullptr;
+    check(cudaMalloc(&outp, std::size_t(n) * sizeof(T)), "cudaMalloc (out)");
+    W* dom = nullptr;
+    check(cudaMalloc(&dom, std::size_t(d * op.omega().shape()[1]) * sizeof(W)), "cudaMalloc (dΩ)");
+    const kb::device_options opt{causal, nullptr, double(op.input_scale()), 1e-6};
+    const auto cv = [&](const T* p) { return kb::head_major<const T>(p, B, H, L, d); };
+    const auto mv = [&](T* p) { return kb::head_major<T>(p, B, H, L, d); };
+    auto forward = [&] { kb::cuda::device_forward(sys, params, cv(q), cv(k), cv(v), mv(outp), opt); };
+    auto step = [&] {
+        forward();
+        kb::cuda::device_backward(sys, params, cv(q), cv(k), cv(v), cv(dout), mv(dq), mv(dk), mv(dv), dom,
+                                  static_cast<W*>(nullptr), opt);
+    };
+    const double P = double(Map::projection_dim(m)), F = double(Map::feature_dim(m));
+    const flop_model fm = model(double(B * H), double(L), double(d), P, F, double(d), causal);
+    const double io_bytes = double(n) * sizeof(T);
+    for (int pass = 0; pass < 2; ++pass) {
+        std::uint64_t zero = 0;
+        check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero), "pool high-water reset");
+        const double s = pass == 0 ? time_median(o.repeats, forward) : time_median(o.repeats, step);
+        std::uint64_t high = 0;
+        check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high), "pool high-water");
+        record r;
+        r.op = pass == 0 ? "forward" : "forward+backward";
+        r.map = map;
+        r.precision = precision;
+        r.causal = causal;
+        r.batch = B, r.heads = H, r.L = L, r.d = d, r.m = m;
+        r.seconds = s;
+        r.tflops = (pass == 0 ? fm.forward : fm.forward + fm.backward) / s * 1e-12;
+        r.ceiling = ceiling;
+        r.gbps = (pass == 0 ? 4 : 2 * 4 + 3) * io_bytes / s * 1e-9;
+        r.copy_gbps = copy_gbps;
+        r.peak_bytes = std::size_t(high) + std::size_t(8) * std::size_t(n) * sizeof(T);
+        out.push_back(r);
+        std::printf("%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms %7.1f TFLOP/s %5.1f %% %7.0f GB/s "
+                    "%8.1f MiB\n",
+                    map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.tflops,
+                    100 * r.tflops / ceiling, r.gbps, double(r.peak_bytes) / (1 << 20));
+    }
+    for (auto p : bufs) cudaFree(p);
+    cudaFree(outp);
+    cudaFree(dom);
+    (void)prop;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const options o = parse(argc, argv);
+    int dev = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        std::fprintf(stderr, "bench_cuda: no CUDA device\n");
+        return 1;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const double tf32 = gemm_ceiling(CUDA_R_32F, 4, CUBLAS_COMPUTE_32F_FAST_TF32, o.repeats);
+    const double bf16 = gemm_ceiling(CUDA_R_16BF, 2, CUBLAS_COMPUTE_32F, o.repeats);
+    const double fp32 = gemm_ceiling(CUDA_R_32F, 4, CUBLAS_COMPUTE_32F, o.repeats);
+    const double copy = copy_bandwidth(o.repeats);
+    std::printf("%s (sm_%d%d, %.1f GiB): cuBLAS 8192^3 TF32 %.1f, BF16 %.1f, FP32 %.1f TFLOP/s; D2D copy %.0f GB/s\n",
+                prop.name, prop.major, prop.minor, double(prop.totalGlobalMem) / (1 << 30), tf32, bf16, fp32, copy);
+    std::printf("%% column: of the TF32 ceiling (the products run in TF32 for float and bf16 inputs)\n\n");
+    std::vector<record> res;
+    std::vector<std::string> skipped;
+    const auto over = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > o.budget;
+    };
+    for (long L : o.L)
+        for (bool causal : {false, true})
+            for (int prec = 0; prec < 2; ++prec) {
+                if (over()) {
+                    skipped.push_back("favor L=" + std::to_string(L));
+                    continue;
+                }
+                if (prec == 0)
+                    run_case<kattn::features::favor, kattn::samplers::orthogonal_gaussian, float>(
+                        o, "favor", "float/tf32", 1, o.heads, L, o.d, o.m, causal, tf32, copy, prop, res);
+                else
+                    run_case<kattn::features::favor, kattn::samplers::orthogonal_gaussian, __nv_bfloat16>(
+                        o, "favor", "bf16-io/tf32", 1, o.heads, L, o.d, o.m, causal, tf32, copy, prop, res);
+            }
+    if (o.fla) {
+        const long shapes[3][4] = {{1, 8192, 96, 128}, {4, 4096, 64, 128}, {8, 1024, 8, 64}};
+        for (const auto& s : shapes)
+            for (int prec = 0; prec < 2; ++prec) {
+                if (over()) {
+                    skipped.push_back("elu B" + std::to_string(s[0]) + " T" + std::to_string(s[1]));
+                    continue;
+                }
+                if (prec == 0)
+                    run_case<kattn::features::elu, kattn::samplers::identity, float>(
+                        o, "elu", "float/tf32", s[0], s[2], s[1], s[3], s[3], true, tf32, copy, prop, res);
+                else
+                    run_case<kattn::features::elu, kattn::samplers::identity, __nv_bfloat16>(
+                        o, "elu", "bf16-io/tf32", s[0], s[2], s[1], s[3], s[3], true, tf32, copy, prop, res);
+            }
+    }
+    for (const auto& s : skipped) std::printf("skipped (budget %.0f s): %s\n", o.budget, s.c_str());
+    if (!o.json.empty()) {
+        std::ofstream js(o.json);
+        js << "{\n  \"benchmark\": \"bench_cuda\",\n  \"device\": \"" << prop.name << "\",\n  \"gemm_tf32_tflops\": "
+           << tf32 << ",\n  \"gemm_bf16_tflops\": " << bf16 << ",\n  \"gemm_fp32_tflops\": " << fp32
+           << ",\n  \"copy_gbps\": " << copy << ",\n  \"results\": [\n";
+        for (std::size_t i = 0; i < res.size(); ++i) {
+            const auto& r = res[i];
+            js << "    {\"op\": \"linear_attention\", \"pass\": \"" << r.op << "\", \"map\": \"" << r.map
+               << "\", \"causal\": " << (r.causal ? "true" : "false") << ", \"precision\": \"" << r.precision
+               << "\", \"batch\": " << r.batch << ", \"heads\": " << r.heads << ", \"L\": " << r.L << ", \"d\": " << r.d
+               << ", \"m\": " << r.m << ", \"seconds\": " << r.seconds << ", \"tflops\": " << r.tflops
+               << ", \"gemm_ceiling_tflops\": " << r.ceiling << ", \"gbps\": " << r.gbps
+               << ", \"copy_gbps\": " << r.copy_gbps << ", \"peak_device_bytes\": " << r.peak_bytes
+               << ", \"device\": \"" << prop.name << "\"}" << (i + 1 < res.size() ? "," : "") << "\n";
+        }
+        js << "  ]\n}\n";
+        std::printf("\nwrote %s\n", o.json.c_str());
+    }
+    return 0;
+}
