@@ -88,8 +88,9 @@ options parse(int argc, char** argv) {
         else if (a == "--json")
             o.json = next();
         else {
-            std::fprintf(stderr, "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
-                                 "[--budget S] [--no-fla] [--json PATH]\n");
+            std::fprintf(stderr,
+                         "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
+                         "[--budget S] [--no-fla] [--json PATH]\n");
             std::exit(a == "--help" || a == "-h" ? 0 : 2);
         }
     }
@@ -253,10 +254,11 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
         r.copy_gbps = copy_gbps;
         r.peak_bytes = std::size_t(high) + std::size_t(8) * std::size_t(n) * sizeof(T);
         out.push_back(r);
-        std::printf("%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms %7.1f TFLOP/s %5.1f %% %7.0f GB/s "
-                    "%8.1f MiB\n",
-                    map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.tflops,
-                    100 * r.tflops / ceiling, r.gbps, double(r.peak_bytes) / (1 << 20));
+        std::printf(
+            "%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms %7.1f TFLOP/s %5.1f %% %7.0f GB/s "
+            "%8.1f MiB\n",
+            map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.tflops,
+            100 * r.tflops / ceiling, r.gbps, double(r.peak_bytes) / (1 << 20));
     }
     for (auto p : bufs) cudaFree(p);
     cudaFree(outp);
@@ -320,9 +322,9 @@ int main(int argc, char** argv) {
     for (const auto& s : skipped) std::printf("skipped (budget %.0f s): %s\n", o.budget, s.c_str());
     if (!o.json.empty()) {
         std::ofstream js(o.json);
-        js << "{\n  \"benchmark\": \"bench_cuda\",\n  \"device\": \"" << prop.name << "\",\n  \"gemm_tf32_tflops\": "
-           << tf32 << ",\n  \"gemm_bf16_tflops\": " << bf16 << ",\n  \"gemm_fp32_tflops\": " << fp32
-           << ",\n  \"copy_gbps\": " << copy << ",\n  \"results\": [\n";
+        js << "{\n  \"benchmark\": \"bench_cuda\",\n  \"device\": \"" << prop.name
+           << "\",\n  \"gemm_tf32_tflops\": " << tf32 << ",\n  \"gemm_bf16_tflops\": " << bf16
+           << ",\n  \"gemm_fp32_tflops\": " << fp32 << ",\n  \"copy_gbps\": " << copy << ",\n  \"results\": [\n";
         for (std::size_t i = 0; i < res.size(); ++i) {
             const auto& r = res[i];
             js << "    {\"op\": \"linear_attention\", \"pass\": \"" << r.op << "\", \"map\": \"" << r.map

@@ -24,6 +24,7 @@
 #include <kattn/fwd.hpp>
 #include <kattn/attention/linear_attention.hpp>
 #include <kattn/backends/reference.hpp>
+#include <kattn/core/bfloat16.hpp>
 #include <kattn/core/random.hpp>
 #include <kattn/features/all.hpp>
 #include <kattn/features/favor.hpp>
@@ -300,6 +301,56 @@ TEST_CASE_TEMPLATE("chunked backend: the device-resident call on head-major, tok
               }).find("'dq': expected memory disjoint from k") != std::string::npos);
     }
 }
+
+#ifdef KATTN_TEST_HOST_ONLY
+TEST_CASE("chunked backend (host system): bf16 inputs and outputs, float intermediates") {
+    // The 16-bit path of the device-resident calls: read and write in bf16, compute in
+    // float. Against the float operator on the same (bf16-representable) inputs, the
+    // results differ by the final rounding to bf16 (2^-8 relative) and little more.
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 19};
+    const attn<features::favor, float, backends::reference> ar(cfg);
+    const index_t B = 1, H = 2, L = 90, d = 8, dv = 5;
+    auto q = randn<float, 4>({1, 2, 90, 8}, 1, 0.5), k = randn<float, 4>({1, 2, 90, 8}, 2, 0.5);
+    auto v = randn<float, 4>({1, 2, 90, 5}, 3), G = randn<float, 4>({1, 2, 90, 5}, 4);
+    const auto to_bf16 = [](xt::xtensor<float, 4>& x) {
+        std::vector<bf16> r(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            r[i] = bf16(x.data()[i]);
+            x.data()[i] = float(r[i]);  // the float reference sees the same inputs
+        }
+        return r;
+    };
+    const auto qb = to_bf16(q), kb = to_bf16(k), vb = to_bf16(v), Gb = to_bf16(G);
+    const system_t sys{};
+    const backends::device_parameters<features::favor, float, system_t> params(sys, ar.spectral());
+    for (bool causal : {false, true}) {
+        INFO("causal=", causal);
+        const backends::device_options o{causal, nullptr, double(ar.input_scale()), 1e-6};
+        std::vector<bf16> out(std::size_t(B * H * L * dv)), dq(qb.size()), dk(kb.size()), dvv(vb.size());
+        const auto hv = [&](const std::vector<bf16>& x, index_t dim) {
+            return backends::head_major<const bf16>(x.data(), B, H, L, dim);
+        };
+        chunked_backend::device_forward(sys, params, hv(qb, d), hv(kb, d), hv(vb, dv),
+                                        backends::head_major(out.data(), B, H, L, dv), o);
+        chunked_backend::device_backward(
+            sys, params, hv(qb, d), hv(kb, d), hv(vb, dv), hv(Gb, dv), backends::head_major(dq.data(), B, H, L, d),
+            backends::head_major(dk.data(), B, H, L, d), backends::head_major(dvv.data(), B, H, L, dv),
+            static_cast<float*>(nullptr), static_cast<float*>(nullptr), o);
+        const auto r = causal ? ar(q, k, v, kattn::causal) : ar(q, k, v);
+        const auto g = causal ? ar.backward(q, k, v, G, kattn::causal) : ar.backward(q, k, v, G);
+        const auto widen = [](const std::vector<bf16>& x) {
+            std::vector<float> w(x.size());
+            for (std::size_t i = 0; i < x.size(); ++i) w[i] = float(x[i]);
+            return w;
+        };
+        CHECK(rel_err(widen(out), r) < 8e-3);
+        CHECK(rel_err(widen(dq), g.dq) < 8e-3);
+        CHECK(rel_err(widen(dk), g.dk) < 8e-3);
+        CHECK(rel_err(widen(dvv), g.dv) < 8e-3);
+        CHECK(rel_err(widen(out), r) > 0);  // rounded to bf16, so not the float result
+    }
+}
+#endif
 
 #ifdef KATTN_TEST_HOST_ONLY
 TEST_CASE("chunked backend (host system): bitwise identical for 1, 2 and 3 threads") {
