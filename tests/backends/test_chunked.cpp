@@ -142,6 +142,81 @@ TEST_CASE("chunked backend: non-causal attention with q_len != k_len and key len
                   attn<features::favor, float, backends::reference>(fc).features(xf)) < float_tol);
 }
 
+TEST_CASE_TEMPLATE("chunked backend: packed documents run natively and equal the reference's, one document at a time",
+                   Map, features::favor, features::trig, features::elu, features::softmax_features) {
+    static_assert(execution_backend_traits<chunked_backend>::packs_sequences);
+    // Documents of 1, 63, 1, 85 (a tail chunk of 21), 64 (exactly one chunk) and 136 tokens.
+    const std::vector<index_t> cu{0, 1, 64, 65, 150, 214, 350};
+    const packed_sequences docs{cu};
+    const auto q = randn<double, 4>({1, 3, 350, 8}, 1, 0.5), k = randn<double, 4>({1, 3, 350, 8}, 2, 0.5);
+    const auto v = randn<double, 4>({1, 3, 350, 5}, 3), G = randn<double, 4>({1, 3, 350, 5}, 4);
+    const attn<Map, double, backends::reference> ar(kt::case_config<Map>());
+    const attn<Map, double, chunked_backend> ac(kt::case_config<Map>());
+    for (bool causal : {false, true}) {
+        INFO(Map::name, " causal=", causal);
+        const auto orf = causal ? ar(q, k, v, kattn::causal, docs) : ar(q, k, v, docs);
+        const auto oc = causal ? ac(q, k, v, kattn::causal, docs) : ac(q, k, v, docs);
+        CHECK(rel_err(oc, orf) < 1e-10);
+        const auto gr = causal ? ar.backward(q, k, v, G, kattn::causal, docs) : ar.backward(q, k, v, G, docs);
+        const auto gc = causal ? ac.backward(q, k, v, G, kattn::causal, docs) : ac.backward(q, k, v, G, docs);
+        CHECK(rel_err(gc.dq, gr.dq) < 1e-10);
+        CHECK(rel_err(gc.dk, gr.dk) < 1e-10);
+        CHECK(rel_err(gc.dv, gr.dv) < 1e-10);
+        CHECK(rel_err(gc.d_omega, gr.d_omega) < 1e-10);
+        if (gr.d_bias.size()) CHECK(rel_err(gc.d_bias, gr.d_bias) < 1e-10);
+        // Not the unpacked result: the documents do not see each other.
+        const auto whole = causal ? ac(q, k, v, kattn::causal) : ac(q, k, v);
+        CHECK(rel_err(oc, whole) > 1e-3);
+        // A dominant key in document 1 (tokens 1-63) leaves every other document's rows
+        // bitwise unchanged: each document has its own stabiliser references.
+        // (favor: key 10 along the first frequency, so its shift ≈ |ω|²/2 tops the others').
+        auto k2 = k;
+        for (std::size_t h = 0; h < 3; ++h)
+            for (std::size_t c = 0; c < 8; ++c) k2(0, h, 10, c) = ac.omega()(c, 0) / ac.input_scale();
+        const auto o2 = causal ? ac(q, k2, v, kattn::causal, docs) : ac(q, k2, v, docs);
+        bool others_same = true;
+        for (std::size_t h = 0; h < 3; ++h)
+            for (std::size_t t = 64; t < 350; ++t)
+                for (std::size_t c = 0; c < 5; ++c) others_same = others_same && o2(0, h, t, c) == oc(0, h, t, c);
+        CHECK(others_same);
+    }
+}
+
+TEST_CASE("chunked backend: packed documents through the device-resident call (cu_seqlens in system memory)") {
+    const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 21};
+    const attn<features::favor, double, chunked_backend> a(cfg);
+    const std::vector<index_t> cu{0, 70, 71, 200};
+    const auto q = randn<double, 4>({1, 2, 200, 8}, 1, 0.5), k = randn<double, 4>({1, 2, 200, 8}, 2, 0.5);
+    const auto v = randn<double, 4>({1, 2, 200, 5}, 3);
+    const system_t sys = exact_system();
+    const backends::device_parameters<features::favor, double, system_t> params(sys, a.spectral());
+    const on_system<double> qs(sys, q.data(), index_t(q.size())), ks(sys, k.data(), index_t(k.size())),
+        vs(sys, v.data(), index_t(v.size()));
+    const on_system<index_t> cus(sys, cu.data(), 4);
+    const auto in = [](const on_system<double>& x, index_t dim) {
+        return backends::head_major<const double>(x.buf.data(), 1, 2, 200, dim);
+    };
+    for (bool causal : {false, true}) {
+        on_system<double> out(sys, index_t(v.size()));
+        backends::device_options o{causal, nullptr, double(a.input_scale()), 1e-6, cus.buf.data(), 3};
+        chunked_backend::device_forward(sys, params, in(qs, 8), in(ks, 8), in(vs, 5),
+                                        backends::head_major(out.buf.data(), 1, 2, 200, 5), o);
+        const packed_sequences docs{cu};
+        const auto want = causal ? a(q, k, v, kattn::causal, docs) : a(q, k, v, docs);
+        CHECK(bitwise_equal(out.host(sys), want));
+        // Offsets that do not end at the length, or do not increase, are refused by name.
+        const std::vector<index_t> bad{0, 70, 70, 200}, short_end{0, 70, 71, 199};
+        for (const auto* b : {&bad, &short_end}) {
+            const on_system<index_t> bs(sys, b->data(), 4);
+            o.cu_seqlens = bs.buf.data();
+            CHECK(kt::error_text([&] {
+                      chunked_backend::device_forward(sys, params, in(qs, 8), in(ks, 8), in(vs, 5),
+                                                      backends::head_major(out.buf.data(), 1, 2, 200, 5), o);
+                  }).find("'cu_seqlens'") != std::string::npos);
+        }
+    }
+}
+
 TEST_CASE("chunked backend: 1,000 causal tokens (16 chunks, a tail of 40) against the reference") {
     const attention_config cfg{.head_dim = 16, .value_dim = 8, .num_features = 32, .seed = 11};
     const auto q = randn<double, 4>({1, 2, 1000, 16}, 1, 0.5), k = randn<double, 4>({1, 2, 1000, 16}, 2, 0.5);

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -45,6 +46,11 @@ struct device_options {
     /// q and k are multiplied by this before the map: pass the operator's input_scale().
     double input_scale = 1;
     double eps = 1e-6;  ///< denominator guard
+    /// Packed documents (FlashAttention's cu_seqlens, in system memory): documents + 1
+    /// offsets {0, …, L}, strictly increasing; batch 1, q and k of the same length, no key
+    /// lengths. Attention never crosses a document boundary. nullptr: one sequence.
+    const index_t* cu_seqlens = nullptr;
+    index_t documents = 0;
 };
 
 /// Ω, b and the map's parameters of one operator, copied once to System's memory in the
@@ -85,6 +91,50 @@ private:
     decltype(std::declval<const System&>().mirror(std::declval<const W*>(), index_t(0))) omega_dev_, bias_dev_;
 };
 
+}  // namespace kattn::backends
+
+namespace kattn::detail {
+
+/// The chunk tables of packed documents (chunked_impl::geometry), built on the host from
+/// the offsets and copied to the system once.
+template <class System>
+class packed_chunk_tables {
+public:
+    packed_chunk_tables(const System& sys, const index_t* cu, index_t documents) {
+        namespace ci = chunked_impl;
+        for (index_t i = 0; i < documents; ++i) {
+            const index_t first = index_t(token_.size()), len = cu[i + 1] - cu[i];
+            const index_t n = (len + ci::chunk - 1) / ci::chunk;
+            for (index_t c = 0; c < n; ++c) {
+                token_.push_back(cu[i] + c * ci::chunk);
+                len_.push_back(std::min(ci::chunk, len - c * ci::chunk));
+                first_.push_back(first);
+                last_.push_back(first + n - 1);
+            }
+        }
+        const index_t nb = index_t(token_.size());
+        mirrors_.reserve(4);
+        for (const auto* v : {&token_, &len_, &first_, &last_}) mirrors_.push_back(sys.mirror(v->data(), nb));
+    }
+    /// Points g at the tables and sets its padded extents.
+    void apply(chunked_impl::geometry& g) const {
+        g.nb = g.nm = index_t(token_.size());
+        g.Lqp = g.Lkp = g.nb * chunked_impl::chunk;
+        g.chunk_token = mirrors_[0].get();
+        g.chunk_len = mirrors_[1].get();
+        g.doc_first = mirrors_[2].get();
+        g.doc_last = mirrors_[3].get();
+    }
+
+private:
+    std::vector<index_t> token_, len_, first_, last_;
+    std::vector<decltype(std::declval<const System&>().mirror(std::declval<const index_t*>(), index_t(0)))> mirrors_;
+};
+
+}  // namespace kattn::detail
+
+namespace kattn::backends {
+
 template <class System>
 struct chunked {
     static_assert(chunked_system<System>,
@@ -96,6 +146,8 @@ struct chunked {
     /// The backend that runs backward and step.
     using fallback = typename System::fallback;
     using row_ops = detail::scalar_ops;
+    /// Packed documents run natively (every document starts a new chunk of 64).
+    static constexpr bool packs_sequences = true;
 
     /// Forward on strided views of system memory; see the file comment. q: [B, H, Lq, d],
     /// k: [B, H, Lk, d], v: [B, H, Lk, dv], out: [B, H, Lq, dv]; causal needs Lq = Lk.
@@ -106,7 +158,13 @@ struct chunked {
         static_assert(std::is_same_v<W, work_t<T>>,
                       "kattn: device_forward: the parameters' precision W must be work_t<T> (double for double "
                       "inputs, float otherwise)");
-        const auto g = check_device_call<Map>(sys, params, q, k, v, out, o);
+        std::vector<index_t> offsets;
+        auto g = check_device_call<Map>(sys, params, q, k, v, out, o, offsets);
+        std::optional<detail::packed_chunk_tables<System>> tables;
+        if (!offsets.empty()) {
+            tables.emplace(sys, offsets.data(), o.documents);
+            tables->apply(g);
+        }
         detail::chunked_impl::forward<Map, W>(sys, params.view(), g, q, k, v, out, W(o.input_scale), W(o.eps));
     }
 
@@ -121,7 +179,13 @@ struct chunked {
         static_assert(std::is_same_v<W, work_t<T>>,
                       "kattn: device_backward: the parameters' precision W must be work_t<T> (double for double "
                       "inputs, float otherwise)");
-        const auto g = check_device_call<Map>(sys, params, q, k, v, dout, o, "dout", false);
+        std::vector<index_t> offsets;
+        auto g = check_device_call<Map>(sys, params, q, k, v, dout, o, offsets, "dout", false);
+        std::optional<detail::packed_chunk_tables<System>> tables;
+        if (!offsets.empty()) {
+            tables.emplace(sys, offsets.data(), o.documents);
+            tables->apply(g);
+        }
         check_same_shape(dq, q, "dq");
         check_same_shape(dk, k, "dk");
         check_same_shape(dv, v, "dv");
@@ -170,8 +234,13 @@ struct chunked {
         const auto v = sys.mirror(pb.v, pb.problems * pb.k_len * pb.dv);
         const auto lens = sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0);
         auto o = sys.template make_buffer<T>(pb.problems * pb.q_len * pb.dv);
-        const auto g = geometry_of<Map>(pb.spec, B, H, pb.q_len, pb.k_len, pb.dv, pb.causal,
-                                        pb.key_lengths ? lens.get() : nullptr);
+        auto g = geometry_of<Map>(pb.spec, B, H, pb.q_len, pb.k_len, pb.dv, pb.causal,
+                                  pb.key_lengths ? lens.get() : nullptr);
+        std::optional<detail::packed_chunk_tables<System>> tables;
+        if (pb.cu_seqlens) {
+            tables.emplace(sys, pb.cu_seqlens, pb.documents);
+            tables->apply(g);
+        }
         detail::chunked_impl::forward<Map, W>(
             sys, dp.view(), g, head_major(q.get(), B, H, pb.q_len, d), head_major(k.get(), B, H, pb.k_len, d),
             head_major(v.get(), B, H, pb.k_len, pb.dv), head_major(o.data(), B, H, pb.q_len, pb.dv), W(pb.input_scale),
@@ -197,8 +266,13 @@ struct chunked {
         const index_t nomega = d * Map::projection_dim(pb.spec.m), nbias = Map::uses_bias ? pb.spec.m : 0;
         auto dom = sys.template make_buffer<W>(grads.d_omega ? nomega : 0);
         auto db = sys.template make_buffer<W>(grads.d_bias ? nbias : 0);
-        const auto g = geometry_of<Map>(pb.spec, B, H, pb.q_len, pb.k_len, pb.dv, pb.causal,
-                                        pb.key_lengths ? lens.get() : nullptr);
+        auto g = geometry_of<Map>(pb.spec, B, H, pb.q_len, pb.k_len, pb.dv, pb.causal,
+                                  pb.key_lengths ? lens.get() : nullptr);
+        std::optional<detail::packed_chunk_tables<System>> tables;
+        if (pb.cu_seqlens) {
+            tables.emplace(sys, pb.cu_seqlens, pb.documents);
+            tables->apply(g);
+        }
         detail::chunked_impl::backward<Map, W>(
             sys, dp.view(), g, head_major(q.get(), B, H, pb.q_len, d), head_major(k.get(), B, H, pb.k_len, d),
             head_major(v.get(), B, H, pb.k_len, pb.dv), head_major(G.get(), B, H, pb.q_len, pb.dv),
@@ -281,7 +355,7 @@ private:
     static detail::chunked_impl::geometry check_device_call(
         const System& sys, const device_parameters<Map, W, System>& params, const strided_view<const T>& q,
         const strided_view<const T>& k, const strided_view<const T>& v, const strided_view<U>& out,
-        const device_options& o, const char* out_name = "out", bool written = true) {
+        const device_options& o, std::vector<index_t>& offsets, const char* out_name = "out", bool written = true) {
         detail::check_view(q, "q");
         detail::check_view(k, "k");
         detail::check_view(v, "v");
@@ -322,6 +396,23 @@ private:
                 require(lens[std::size_t(b)] >= 1 && lens[std::size_t(b)] <= k.len, "key_lengths",
                         "values in [1, " + std::to_string(k.len) + "]",
                         std::to_string(lens[std::size_t(b)]) + " at batch entry " + std::to_string(b));
+        }
+        if (o.cu_seqlens) {  // documents + 1 offsets copied back once to be checked
+            require(q.batch == 1, "q", "batch 1 with packed documents (cu_seqlens)", std::to_string(q.batch));
+            require(q.len == k.len, "k", "q's length " + std::to_string(q.len) + " with packed documents",
+                    std::to_string(k.len));
+            require(!o.key_lengths, "key_lengths", "nullptr with packed documents (cu_seqlens)", "a pointer");
+            require(o.documents >= 1 && o.documents <= q.len, "documents",
+                    "a count in [1, " + std::to_string(q.len) + "]", std::to_string(o.documents));
+            offsets.resize(std::size_t(o.documents + 1));
+            sys.to_host(offsets.data(), o.cu_seqlens, o.documents + 1);
+            require(offsets.front() == 0 && offsets.back() == q.len, "cu_seqlens",
+                    "offsets from 0 to the packed length " + std::to_string(q.len),
+                    std::to_string(offsets.front()) + " … " + std::to_string(offsets.back()));
+            for (std::size_t i = 1; i < offsets.size(); ++i)
+                require(offsets[i] > offsets[i - 1], "cu_seqlens", "strictly increasing offsets",
+                        std::to_string(offsets[i]) + " after " + std::to_string(offsets[i - 1]) + " at index " +
+                            std::to_string(i));
         }
         return geometry_of<Map>(params, q.batch, q.heads, q.len, k.len, v.dim, o.causal, o.key_lengths);
     }

@@ -30,17 +30,17 @@ struct cotangent_rows {
     W* Nt;
     W* Nf;
     KATTN_HD void operator()(index_t r) const {
-        const index_t p = r / g.Lqp, i = r % g.Lqp;
+        const index_t p = r / g.Lqp, i = r % g.Lqp, tok = g.token(i, g.Lq);
         W* nt = Nt + r * g.dv1;
         W* nf = Nf + r * g.dv1;
-        if (i >= g.Lq) {
+        if (tok < 0) {
             for (index_t c = 0; c < g.dv1; ++c) nt[c] = nf[c] = W(0);
             return;
         }
         const W f = inter_factor<Map>(g, E, Cq, p, i, r);
         bool clamped = false;
         const W den = guard_denominator<Map::is_positive>(numerator(g, O, Oa, r, f, g.dv), eps, clamped);
-        const T* G = dout.row(p / g.heads, p % g.heads, i);
+        const T* G = dout.row(p / g.heads, p % g.heads, tok);
         W ge = W(0);
         for (index_t c = 0; c < g.dv; ++c) {
             const W gc = static_cast<W>(G[c]);
@@ -52,8 +52,8 @@ struct cotangent_rows {
     }
 };
 
-/// Causal: D_b → T_b = Σ_{b' > b} e^{E_b − E_{b'−1}} D_{b'}, in place, per (p, f, c), in
-/// reverse block order.
+/// Causal: D_b → T_b = Σ_{b' > b} e^{E_b − E_{b'−1}} D_{b'} over the blocks b' of b's
+/// sequence (packed: document), in place, per (p, f, c), in reverse block order.
 template <class Map, class W>
 struct reverse_suffix {
     geometry g;
@@ -65,13 +65,33 @@ struct reverse_suffix {
         for (index_t b = g.nb - 1; b >= 0; --b) {
             W* d = D + (p * g.nb + b) * n + fc;
             const W cur = *d;
+            if (g.packed() && g.doc_last[b] == b) run = W(0);  // a document's last block
             *d = run;
-            if (b > 0) run = cur + rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run;
+            if (!g.starts_sequence(b)) run = cur + rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run;
         }
     }
 };
 
-/// dv_j = kw_j·Pk_j[0, dv) (+ Vi_j when causal); zero for padding keys.
+/// Packed, non-causal: D_b → T_b = e^{E_b − E_last}·Σ_{b' in doc} D_{b'}, in place, per
+/// (p, f, c): every key of a document sees every query of it through S_doc.
+template <class Map, class W>
+struct document_cotangents {
+    geometry g;
+    const W* E;
+    W* D;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t n = g.F * g.dv1, p = idx / n, fc = idx % n;
+        for (index_t b0 = 0; b0 < g.nb; b0 = g.doc_last[b0] + 1) {
+            const index_t b1 = g.doc_last[b0];
+            W sum = W(0);
+            for (index_t b = b0; b <= b1; ++b) sum += D[(p * g.nb + b) * n + fc];
+            for (index_t b = b0; b <= b1; ++b)
+                D[(p * g.nb + b) * n + fc] = rescale<Map>(E[p * g.nb + b], E[p * g.nb + b1]) * sum;
+        }
+    }
+};
+
+/// dv_j = kw_j·Pk_j[0, dv) (+ Vi_j when causal); zero for keys beyond the key lengths.
 template <class Map, class T, class W>
 struct value_grads {
     geometry g;
@@ -80,10 +100,11 @@ struct value_grads {
     const W* Pk;
     const W* Vi;  ///< or nullptr
     backends::strided_view<T> dv;
-    KATTN_HD void operator()(index_t idx) const {
-        const index_t p = idx / g.Lk, j = idx % g.Lk, r = p * g.Lkp + j;
-        T* dst = dv.row(p / g.heads, p % g.heads, j);
-        if (j >= g.keys(p)) {
+    KATTN_HD void operator()(index_t r) const {  // r: padded key row
+        const index_t p = r / g.Lkp, j = r % g.Lkp, tok = g.token(j, g.Lk);
+        if (tok < 0) return;
+        T* dst = dv.row(p / g.heads, p % g.heads, tok);
+        if (tok >= g.keys(p)) {
             for (index_t c = 0; c < g.dv; ++c) dst[c] = static_cast<T>(W(0));
             return;
         }
@@ -110,7 +131,7 @@ struct vjp_rows {
     W* dB;    ///< rows × m, or nullptr
     W* work;  ///< rows × Map::workspace(m)
     KATTN_HD void operator()(index_t r) const {
-        const index_t p = r / Lp, l = r % Lp, ws = Map::workspace(g.m);
+        const index_t p = r / Lp, tok = g.token(r % Lp, L), ws = Map::workspace(g.m);
         W* du = dU + r * g.P;
         W* dx = dX + r * g.d;
         W* db = dB ? dB + r * g.m : nullptr;
@@ -120,23 +141,25 @@ struct vjp_rows {
         if (db)
             for (index_t i = 0; i < g.m; ++i) db[i] = W(0);
         for (index_t i = 0; i < ws; ++i) wk[i] = W(0);
-        if (l >= L || (keys && l >= g.keys(p))) return;
+        if (tok < 0 || (keys && tok >= g.keys(p))) return;
         Map::template activate_vjp<scalar_ops>(s.params, g.d, g.m, X + r * g.d, U + r * g.P, s.bias, shift[r],
                                                phi + r * g.F, dphi + r * g.F, du, dx, db, wk);
     }
 };
 
-/// dst(b, h, l) = scale·dX[p·Lp + l] for l < dst.len.
+/// dst(b, h, token) = scale·dX[r] for every padded row r = p·Lp + l that holds a token.
 template <class T, class W>
 struct scatter_rows {
+    geometry g;
     backends::strided_view<T> dst;
-    index_t Lp, heads;
+    index_t Lp;
     W scale;
     const W* dX;
-    KATTN_HD void operator()(index_t idx) const {
-        const index_t p = idx / dst.len, l = idx % dst.len;
-        T* out = dst.row(p / heads, p % heads, l);
-        const W* src = dX + (p * Lp + l) * dst.dim;
+    KATTN_HD void operator()(index_t r) const {
+        const index_t p = r / Lp, tok = g.token(r % Lp, dst.len);
+        if (tok < 0) return;
+        T* out = dst.row(p / g.heads, p % g.heads, tok);
+        const W* src = dX + r * dst.dim;
         for (index_t i = 0; i < dst.dim; ++i) out[i] = static_cast<T>(scale * src[i]);
     }
 };
@@ -178,14 +201,23 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
     auto dPhk = sys.template make_buffer<W>(kr * F);
     auto D = sys.template make_buffer<W>(n * g.nb * F * dv1);
     auto Pk = sys.template make_buffer<W>(kr * dv1);
-    if (!g.causal) {
+    if (!g.causal && !g.packed()) {
         const index_t Lq = g.Lqp, Lk = g.Lkp;
         sys.gemm(false, true, Lq, F, dv1, Nf.data(), dv1, Lq * dv1, A, dv1, F * dv1, dPhq.data(), F, Lq * F, n);
         sys.gemm(true, false, F, dv1, Lq, phq, F, Lq * F, Nf.data(), dv1, Lq * dv1, D.data(), dv1, F * dv1, n);
         sys.gemm(false, true, Lk, F, dv1, fp.V1w.data(), dv1, Lk * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, Lk * F,
                  n);
         sys.gemm(false, false, Lk, dv1, F, phk, F, Lk * F, D.data(), dv1, F * dv1, Pk.data(), dv1, Lk * dv1, n);
-        sys.launch(n * g.Lk, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), nullptr, out.dv});
+        sys.launch(kr, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), nullptr, out.dv});
+    } else if (!g.causal) {  // packed documents, non-causal: blocks of 64 with document states
+        const index_t C = chunk, nc = n * g.nb;
+        sys.gemm(false, true, C, F, dv1, Nf.data(), dv1, C * dv1, A, dv1, F * dv1, dPhq.data(), F, C * F, nc);
+        sys.gemm(true, false, F, dv1, C, phq, F, C * F, Nf.data(), dv1, C * dv1, D.data(), dv1, F * dv1, nc);
+        sys.launch(n * F * dv1, document_cotangents<Map, W>{g, fp.E.data(), D.data()});
+        sys.gemm(false, true, C, F, dv1, fp.V1w.data(), dv1, C * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, C * F,
+                 nc);
+        sys.gemm(false, false, C, dv1, F, phk, F, C * F, D.data(), dv1, F * dv1, Pk.data(), dv1, C * dv1, nc);
+        sys.launch(kr, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), nullptr, out.dv});
     } else {
         const index_t C = chunk, nc = n * g.nb;
         auto M = sys.template make_buffer<W>(qr * C);
@@ -201,7 +233,7 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         sys.gemm(false, false, C, dv1, F, phk, F, C * F, D.data(), dv1, F * dv1, Pk.data(), dv1, C * dv1, nc);
         auto Vi = sys.template make_buffer<W>(kr * dv1);
         sys.gemm(true, false, C, dv1, C, fp.K.data(), C, C * C, Nt.data(), dv1, C * dv1, Vi.data(), dv1, C * dv1, nc);
-        sys.launch(n * g.Lk, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), Vi.data(), out.dv});
+        sys.launch(kr, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), Vi.data(), out.dv});
     }
 
     // The maps' VJPs, dx += du·Ωᵀ, then dΩ and db as products over every row.
@@ -218,7 +250,7 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
                                           dphi, res.dU.data(), dX.data(), m ? res.dB.data() : nullptr, work.data()});
         sys.gemm(false, true, rows, g.d, g.P, res.dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
                  true);
-        sys.launch(n * L, scatter_rows<T, W>{dst, Lp, g.heads, scale, dX.data()});
+        sys.launch(rows, scatter_rows<T, W>{g, dst, Lp, scale, dX.data()});
         return res;
     };
     const auto rq = vjp(fp.fq, dPhq.data(), g.Lqp, g.Lq, false, out.dq);

@@ -46,7 +46,7 @@ feature_block<System, W> row_features(const System& sys, const spectral<Map, W>&
                                  sys.template make_buffer<W>(rows * g.d), sys.template make_buffer<W>(rows * g.P)};
     W* X = out.X.data();
     W* U = out.U.data();
-    sys.launch(rows, gather_rows<T, W>{x, Lp, g.heads, scale, X});
+    sys.launch(rows, gather_rows<T, W>{g, x, Lp, scale, X});
     sys.gemm(false, false, rows, g.P, g.d, X, g.d, 0, sp.omega, g.P, 0, U, g.P, 0, index_t(1));
     sys.launch(rows, activate_rows<Map, W>{sp, g, Lp, x.len, keys, stabilise, X, U, out.phi.data(), out.shift.data()});
     return out;
@@ -94,14 +94,18 @@ struct forward_pass {
         // Block states (causal) or the one state per head: F × (dv + 1).
         sys.gemm(true, false, F, dv1, blk, phk, F, blk * F, V1w.data(), dv1, blk * dv1, A.data(), dv1, F * dv1,
                  n * g.nb);
-        if (!g.causal) {
+        if (!g.causal && !g.packed()) {
             sys.gemm(false, false, g.Lqp, dv1, F, phq, F, g.Lqp * F, A.data(), dv1, F * dv1, O.data(), dv1, g.Lqp * dv1,
                      n);
             return;
         }
         const index_t C = chunk, nc = n * g.nb;
-        sys.launch(n * F * dv1, exclusive_prefix<Map, W>{g, E.data(), A.data()});
+        if (g.causal)
+            sys.launch(n * F * dv1, exclusive_prefix<Map, W>{g, E.data(), A.data()});
+        else  // packed documents: each block holds its whole document's state
+            sys.launch(n * F * dv1, document_states<Map, W>{g, E.data(), A.data()});
         sys.gemm(false, false, C, dv1, F, phq, F, C * F, A.data(), dv1, F * dv1, O.data(), dv1, C * dv1, nc);
+        if (!g.causal) return;
         sys.gemm(false, true, C, C, F, phq, F, C * F, phk, F, C * F, K.data(), C, C * C, nc);
         sys.launch(n * g.Lqp * C, mask_scores<Map, W>{g, ck, Cq.data(), K.data()});
         sys.gemm(false, false, C, dv1, C, K.data(), C, C * C, V1.data(), dv1, C * dv1, Oa.data(), dv1, C * dv1, nc);
@@ -115,8 +119,8 @@ void forward(const System& sys, const spectral<Map, W>& sp, const geometry& g, c
              const backends::strided_view<T>& out, W scale, W eps) {
     if (g.problems == 0 || g.Lq == 0) return;
     const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
-    sys.launch(g.problems * g.Lq, emit_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr,
-                                                       fp.E.data(), fp.Cq.data(), out});
+    sys.launch(g.problems * g.Lqp, emit_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr,
+                                                        fp.E.data(), fp.Cq.data(), out});
 }
 
 /// φ(s·x) of x's rows without stabiliser (the exact map), into phi (rows × F, system memory).

@@ -22,17 +22,38 @@ namespace kattn::detail::chunked_impl {
 /// Tokens per causal chunk, and per block of the running-maximum scan.
 inline constexpr index_t chunk = 64;
 
-/// Extents of one call. Lqp, Lkp: lengths padded to whole chunks when causal.
+/// Extents of one call. Lqp, Lkp: lengths padded to whole chunks when causal or packed.
+/// Packed documents: every document starts a new chunk, so chunks never cross documents;
+/// the chunk tables (system memory, nb entries shared by every head) say where each chunk's
+/// rows come from.
 struct geometry {
     index_t heads = 1, problems = 0, Lq = 0, Lk = 0, Lqp = 0, Lkp = 0;
     index_t d = 0, m = 0, P = 0, F = 0, dv = 0, dv1 = 0;
-    index_t nb = 1;  ///< key blocks per head: Lkp / chunk when causal, else 1
+    index_t nb = 1;  ///< key blocks per head: Lkp / chunk when causal or packed, else 1
     index_t nm = 1;  ///< blocks of the running-maximum scan: ⌈Lkp / chunk⌉
     bool causal = false;
     const index_t* key_lengths = nullptr;  ///< per batch entry (system memory), or nullptr
+    const index_t* chunk_token = nullptr;  ///< packed: first token of chunk c, or nullptr
+    const index_t* chunk_len = nullptr;    ///< packed: tokens in chunk c (1 … 64)
+    const index_t* doc_first = nullptr;    ///< packed: first chunk of chunk c's document
+    const index_t* doc_last = nullptr;     ///< packed: last chunk of chunk c's document
 
+    KATTN_HD bool packed() const { return chunk_token != nullptr; }
     KATTN_HD index_t keys(index_t p) const { return key_lengths ? key_lengths[p / heads] : Lk; }
-    KATTN_HD index_t block() const { return causal ? chunk : Lkp; }
+    KATTN_HD index_t block() const { return causal || packed() ? chunk : Lkp; }
+    /// The token that padded row l of a problem holds (len: the unpadded length), or −1.
+    KATTN_HD index_t token(index_t l, index_t len) const {
+        if (!packed()) return l < len ? l : -1;
+        const index_t c = l / chunk, t = l % chunk;
+        return t < chunk_len[c] ? chunk_token[c] + t : -1;
+    }
+    /// Whether padded key row j of problem p is a key that exists.
+    KATTN_HD bool key_valid(index_t p, index_t j) const {
+        const index_t tok = token(j, Lk);
+        return tok >= 0 && tok < keys(p);
+    }
+    /// Whether block b starts a sequence (a document, or the whole sequence).
+    KATTN_HD bool starts_sequence(index_t b) const { return packed() ? doc_first[b] == b : b == 0; }
 };
 
 /// Map parameters in the working precision, in system memory.
@@ -43,21 +64,22 @@ struct spectral {
     map_params_t<Map> params{};
 };
 
-/// X[r] = scale · x(b, h, l) for row r = p·Lp + l (zeros for l ≥ x.len).
+/// X[r] = scale · x(b, h, token) for row r = p·Lp + l (zeros for padding rows).
 template <class T, class W>
 struct gather_rows {
+    geometry g;
     backends::strided_view<const T> x;
-    index_t Lp, heads;
+    index_t Lp;
     W scale;
     W* X;
     KATTN_HD void operator()(index_t r) const {
-        const index_t p = r / Lp, l = r % Lp, d = x.dim;
+        const index_t p = r / Lp, d = x.dim, tok = g.token(r % Lp, x.len);
         W* dst = X + r * d;
-        if (l >= x.len) {
+        if (tok < 0) {
             for (index_t i = 0; i < d; ++i) dst[i] = W(0);
             return;
         }
-        const T* src = x.row(p / heads, p % heads, l);
+        const T* src = x.row(p / g.heads, p % g.heads, tok);
         for (index_t i = 0; i < d; ++i) dst[i] = scale * static_cast<W>(src[i]);
     }
 };
@@ -76,9 +98,9 @@ struct activate_rows {
     W* phi;
     W* shift;  ///< or nullptr
     KATTN_HD void operator()(index_t r) const {
-        const index_t p = r / Lp, l = r % Lp;
+        const index_t p = r / Lp, l = r % Lp, tok = g.token(l, L);
         W* ph = phi + r * g.F;
-        if (l >= L || (keys && l >= g.keys(p))) {
+        if (tok < 0 || (keys && tok >= g.keys(p))) {
             for (index_t f = 0; f < g.F; ++f) ph[f] = W(0);
             if (shift) shift[r] = keys ? neg_inf<W>() : W(0);
             return;
@@ -114,7 +136,8 @@ struct block_max {
     }
 };
 
-/// Step 2, per problem: M[c] becomes the maximum over the blocks before c (exclusive).
+/// Step 2, per problem: M[c] becomes the maximum over the blocks before c (exclusive)
+/// within c's sequence (packed: its document).
 template <class W>
 struct block_max_prefix {
     geometry g;
@@ -122,6 +145,7 @@ struct block_max_prefix {
     KATTN_HD void operator()(index_t p) const {
         W run = neg_inf<W>();
         for (index_t c = 0; c < g.nm; ++c) {
+            if (g.packed() && g.starts_sequence(c)) run = neg_inf<W>();
             const W v = M[p * g.nm + c];
             M[p * g.nm + c] = run;
             run = v > run ? v : run;
@@ -145,7 +169,7 @@ struct finish_max {
 
 /// References: E[p, b] = the running maximum at the end of key block b (padding included:
 /// its shifts are −∞); Cq[p, i] = the running maximum through key min(i, nk − 1) when
-/// causal, through the last valid key otherwise.
+/// causal, through the last valid key otherwise (packed: of i's document).
 template <class W>
 struct references {
     geometry g;
@@ -160,8 +184,15 @@ struct references {
             E[idx] = R[p * g.Lkp + end - 1];
             return;
         }
-        const index_t r = idx - ne, p = r / g.Lqp, i = r % g.Lqp, last = g.keys(p) - 1;
-        Cq[r] = i < g.Lq ? R[p * g.Lkp + (g.causal && i < last ? i : last)] : W(0);
+        const index_t r = idx - ne, p = r / g.Lqp, i = r % g.Lqp;
+        if (g.token(i, g.Lq) < 0) {
+            Cq[r] = W(0);
+        } else if (g.packed()) {  // no key lengths; q and k rows coincide
+            Cq[r] = g.causal ? R[p * g.Lkp + i] : R[p * g.Lkp + (g.doc_last[i / chunk] + 1) * chunk - 1];
+        } else {
+            const index_t last = g.keys(p) - 1;
+            Cq[r] = R[p * g.Lkp + (g.causal && i < last ? i : last)];
+        }
     }
 };
 
@@ -178,9 +209,9 @@ struct value_rows {
     W* V1;  ///< or nullptr
     KATTN_HD void operator()(index_t r) const {
         const index_t p = r / g.Lkp, j = r % g.Lkp;
-        const bool valid = j < g.Lk && j < g.keys(p);
+        const bool valid = g.key_valid(p, j);
         const W kw = valid ? rescale<Map>(ck[r], E[p * g.nb + j / g.block()]) : W(0);
-        const T* src = valid ? v.row(p / g.heads, p % g.heads, j) : nullptr;
+        const T* src = valid ? v.row(p / g.heads, p % g.heads, g.token(j, g.Lk)) : nullptr;
         for (index_t c = 0; c < g.dv1; ++c) {
             const W val = !valid ? W(0) : c < g.dv ? static_cast<W>(src[c]) : W(1);
             V1w[r * g.dv1 + c] = kw * val;
@@ -203,8 +234,9 @@ struct exclusive_prefix {
         for (index_t b = 0; b < g.nb; ++b) {
             W* a = A + (p * g.nb + b) * n + fc;
             const W cur = *a;
+            if (g.starts_sequence(b)) run = W(0);
             *a = run;
-            run = b == 0 ? cur : rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run + cur;
+            run = g.starts_sequence(b) ? cur : rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run + cur;
         }
     }
 };
@@ -220,7 +252,7 @@ struct mask_scores {
     KATTN_HD void operator()(index_t idx) const {
         const index_t t = idx % chunk, r = idx / chunk, p = r / g.Lqp, i = r % g.Lqp;
         const index_t j = (i / chunk) * chunk + t;
-        if (j > i || i >= g.Lq || j >= g.keys(p)) {
+        if (j > i || g.token(i, g.Lq) < 0 || !g.key_valid(p, j)) {
             K[idx] = W(0);
             return;
         }
@@ -232,9 +264,9 @@ struct mask_scores {
 /// first chunk, whose O is zero), e^{E − C_i} (= 1) otherwise.
 template <class Map, class W>
 KATTN_HD inline W inter_factor(const geometry& g, const W* E, const W* Cq, index_t p, index_t i, index_t r) {
-    if (!g.causal) return rescale<Map>(E[p], Cq[r]);
+    if (!g.causal) return g.packed() ? W(1) : rescale<Map>(E[p], Cq[r]);  // packed: S at the document's E = C_i
     const index_t b = i / chunk;
-    return b > 0 ? rescale<Map>(E[p * g.nb + b - 1], Cq[r]) : W(0);
+    return g.starts_sequence(b) ? W(0) : rescale<Map>(E[p * g.nb + b - 1], Cq[r]);
 }
 
 /// Column c of query row r's numerator: f·O (+ Oa when causal).
@@ -255,13 +287,38 @@ struct emit_rows {
     const W* E;
     const W* Cq;
     backends::strided_view<T> out;
-    KATTN_HD void operator()(index_t idx) const {
-        const index_t p = idx / g.Lq, i = idx % g.Lq, r = p * g.Lqp + i;
+    KATTN_HD void operator()(index_t r) const {  // r: padded query row
+        const index_t p = r / g.Lqp, i = r % g.Lqp, tok = g.token(i, g.Lq);
+        if (tok < 0) return;
         const W f = inter_factor<Map>(g, E, Cq, p, i, r);
         bool clamped = false;
         const W den = guard_denominator<Map::is_positive>(numerator(g, O, Oa, r, f, g.dv), eps, clamped);
-        T* dst = out.row(p / g.heads, p % g.heads, i);
+        T* dst = out.row(p / g.heads, p % g.heads, tok);
         for (index_t c = 0; c < g.dv; ++c) dst[c] = static_cast<T>(numerator(g, O, Oa, r, f, c) / den);
+    }
+};
+
+}  // namespace kattn::detail::chunked_impl
+
+namespace kattn::detail::chunked_impl {
+
+/// Packed, non-causal: every block of a document gets the document's state, in place, per
+/// (p, f, c): S_doc = Σ_{b in doc} e^{E_b − E_last} A_b at the document's reference E_last.
+template <class Map, class W>
+struct document_states {
+    geometry g;
+    const W* E;
+    W* A;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t n = g.F * g.dv1, p = idx / n, fc = idx % n;
+        for (index_t b0 = 0; b0 < g.nb; b0 = g.doc_last[b0] + 1) {
+            const index_t b1 = g.doc_last[b0];
+            W run = W(0);
+            for (index_t b = b0; b <= b1; ++b)
+                run = (b == b0 ? W(0) : rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run) +
+                      A[(p * g.nb + b) * n + fc];
+            for (index_t b = b0; b <= b1; ++b) A[(p * g.nb + b) * n + fc] = run;
+        }
     }
 };
 
