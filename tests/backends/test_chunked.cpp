@@ -217,6 +217,60 @@ TEST_CASE("chunked backend: packed documents through the device-resident call (c
     }
 }
 
+TEST_CASE_TEMPLATE(
+    "chunked backend: step equals the causal forward and the reference step; device_step keeps the "
+    "state in system memory",
+    Map, features::favor, features::trig, features::elu) {
+    const attention_config cfg = kt::case_config<Map>();
+    const attn<Map, double, chunked_backend> a(cfg);
+    const attn<Map, double, backends::reference> ar(cfg);
+    const index_t B = 2, H = 2, L = 70, F = a.feature_dim();
+    const auto q = randn<double, 4>({2, 2, 70, 8}, 11, 0.5), k = randn<double, 4>({2, 2, 70, 8}, 12, 0.5);
+    const auto v = randn<double, 4>({2, 2, 70, 5}, 13);
+    const auto full = a(q, k, v, kattn::causal);
+    auto st = a.initial_state(B, H);
+    auto sr = ar.initial_state(B, H);
+    const system_t sys = exact_system();
+    const backends::device_parameters<Map, double, system_t> params(sys, a.spectral());
+    const std::vector<double> zeros(std::size_t(B * H * F * 5), 0.0);
+    const std::vector<index_t> no_steps(std::size_t(B * H), 0);
+    on_system<double> S(sys, zeros.data(), B * H * F * 5), z(sys, zeros.data(), B * H * F), C(sys, zeros.data(), B * H);
+    on_system<index_t> steps(sys, no_steps.data(), B * H);
+    const backends::recurrent_state_view dst{S.buf.data(), z.buf.data(), C.buf.data(), steps.buf.data()};
+    double worst = 0, worst_ref = 0, worst_dev = 0;
+    for (index_t t = 0; t < L; ++t) {
+        xt::xtensor<double, 3> qt({2, 2, 8}), kt({2, 2, 8}), vt({2, 2, 5});
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t h = 0; h < 2; ++h) {
+                for (std::size_t c = 0; c < 8; ++c) {
+                    qt(b, h, c) = q(b, h, std::size_t(t), c);
+                    kt(b, h, c) = k(b, h, std::size_t(t), c);
+                }
+                for (std::size_t c = 0; c < 5; ++c) vt(b, h, c) = v(b, h, std::size_t(t), c);
+            }
+        const auto o = a.step(st, qt, kt, vt);
+        const auto orf = ar.step(sr, qt, kt, vt);
+        const on_system<double> qd(sys, qt.data(), 32), kd(sys, kt.data(), 32), vd(sys, vt.data(), 20);
+        on_system<double> od(sys, 20);
+        chunked_backend::device_step(sys, params, dst, backends::head_major<const double>(qd.buf.data(), 2, 2, 1, 8),
+                                     backends::head_major<const double>(kd.buf.data(), 2, 2, 1, 8),
+                                     backends::head_major<const double>(vd.buf.data(), 2, 2, 1, 5),
+                                     backends::head_major(od.buf.data(), 2, 2, 1, 5),
+                                     {false, nullptr, double(a.input_scale()), 1e-6});
+        const auto ov = od.host(sys);
+        for (std::size_t b = 0; b < 2; ++b)
+            for (std::size_t h = 0; h < 2; ++h)
+                for (std::size_t c = 0; c < 5; ++c) {
+                    worst = std::max(worst, std::abs(o(b, h, c) - full(b, h, std::size_t(t), c)));
+                    worst_ref = std::max(worst_ref, std::abs(o(b, h, c) - orf(b, h, c)));
+                    worst_dev = std::max(worst_dev, std::abs(ov[(b * 2 + h) * 5 + c] - o(b, h, c)));
+                }
+    }
+    CHECK(worst < 1e-9);
+    CHECK(worst_ref < 1e-12);
+    CHECK(worst_dev == 0);  // the device-resident step gives the operator's bits
+}
+
 TEST_CASE("chunked backend: 1,000 causal tokens (16 chunks, a tail of 40) against the reference") {
     const attention_config cfg{.head_dim = 16, .value_dim = 8, .num_features = 32, .seed = 11};
     const auto q = randn<double, 4>({1, 2, 1000, 16}, 1, 0.5), k = randn<double, 4>({1, 2, 1000, 16}, 2, 0.5);

@@ -11,7 +11,7 @@
 //
 // Two ways in:
 //   linear_attention<Map, Sampler, chunked<S>, T>  the operator API (xtensor on the host):
-//       features, forward and backward run here; the decoding step runs on System::fallback.
+//       features, forward, backward and the decoding step all run here.
 //   chunked<S>::device_forward(sys, params, q, k, v, out, options) and
 //   chunked<S>::device_backward(sys, params, q, k, v, dout, dq, dk, dv, dΩ, db, options),
 //       the device-resident calls:
@@ -31,6 +31,7 @@
 #include "../core/error.hpp"
 #include "chunked/backward.hpp"
 #include "chunked/forward.hpp"
+#include "chunked/step.hpp"
 #include "chunked/system.hpp"
 #include "execution_backend.hpp"
 #include "problem.hpp"
@@ -138,13 +139,11 @@ namespace kattn::backends {
 template <class System>
 struct chunked {
     static_assert(chunked_system<System>,
-                  "kattn: backends::chunked<System>: System is not a chunked_system: it needs name, fallback, "
+                  "kattn: backends::chunked<System>: System is not a chunked_system: it needs name, "
                   "buffer<W>, make_buffer, launch, gemm (float and double), mirror and to_host "
                   "(kattn/backends/chunked/system.hpp)");
     static constexpr const char* name = System::name;
     using system_type = System;
-    /// The backend that runs backward and step.
-    using fallback = typename System::fallback;
     using row_ops = detail::scalar_ops;
     /// Packed documents run natively (every document starts a new chunk of 64).
     static constexpr bool packs_sequences = true;
@@ -288,13 +287,68 @@ struct chunked {
         if (grads.d_bias && nbias) download(sys, db.data(), nbias, grads.d_bias);
     }
 
-    /// One decoding token: System::fallback's.
+    /// One decoding token for every head; the recurrent state is copied to the system
+    /// and back once per call (device_step keeps it there).
     template <class Map, class T>
     static void step(const step_problem<Map, T>& pb) {
-        fallback::template step<Map>(pb);
+        using W = work_t<T>;
+        const System sys{};
+        const device_parameters<Map, W, System> dp(sys, pb.spec);
+        const index_t n = pb.problems, d = pb.spec.d, dv = pb.dv, F = Map::feature_dim(pb.spec.m);
+        const auto q = sys.mirror(pb.q, n * d);
+        const auto k = sys.mirror(pb.k, n * d);
+        const auto v = sys.mirror(pb.v, n * dv);
+        auto S = copy_to_system(sys, pb.state.S, n * F * dv);
+        auto z = copy_to_system(sys, pb.state.z, n * F);
+        auto C = copy_to_system(sys, pb.state.C, n);
+        auto steps = copy_to_system(sys, pb.state.steps, n);
+        auto o = sys.template make_buffer<T>(n * dv);
+        const auto g = geometry_of<Map>(pb.spec, n, 1, 1, 1, dv, false, nullptr);
+        detail::chunked_impl::step<Map, W>(
+            sys, dp.view(), g, recurrent_state_view{S.data(), z.data(), C.data(), steps.data()},
+            head_major(q.get(), n, 1, 1, d), head_major(k.get(), n, 1, 1, d), head_major(v.get(), n, 1, 1, dv),
+            head_major(o.data(), n, 1, 1, dv), W(pb.input_scale), pb.eps);
+        sys.to_host(pb.state.S, S.data(), n * F * dv);
+        sys.to_host(pb.state.z, z.data(), n * F);
+        sys.to_host(pb.state.C, C.data(), n);
+        sys.to_host(pb.state.steps, steps.data(), n);
+        sys.to_host(pb.out, o.data(), n * dv);
+    }
+
+    /// One decoding token on views of system memory: q, k [B, H, 1, d], v, out [B, H, 1, dv];
+    /// `state` points at system memory (S: B·H × F × dv, z: B·H × F, C and steps: B·H,
+    /// zero-filled before the first token), updated in place.
+    template <class Map, class W, class T>
+    static void device_step(const System& sys, const device_parameters<Map, W, System>& params,
+                            const recurrent_state_view& state, strided_view<const T> q, strided_view<const T> k,
+                            strided_view<const T> v, strided_view<T> out, const device_options& o = {}) {
+        static_assert(std::is_same_v<W, work_t<T>>,
+                      "kattn: device_step: the parameters' precision W must be work_t<T> (double for double "
+                      "inputs, float otherwise)");
+        if (o.causal || o.key_lengths || o.cu_seqlens)
+            throw kattn::error(
+                "kattn: argument 'options': expected no causal flag, key lengths or documents for a "
+                "decoding step (it is causal by construction), got one");
+        std::vector<index_t> none;
+        const auto g = check_device_call<Map>(sys, params, q, k, v, out, o, none);
+        if (q.len != 1)
+            throw kattn::error("kattn: argument 'q': expected one token per head (len 1), got " +
+                               std::to_string(q.len));
+        if (!state.S || !state.z || !state.C || !state.steps)
+            throw kattn::error("kattn: argument 'state': expected S, z, C and steps in system memory, got nullptr");
+        detail::chunked_impl::step<Map, W>(sys, params.view(), g, state, q, k, v, out, W(o.input_scale), o.eps);
     }
 
 private:
+    /// A writable system copy of n host elements.
+    template <class X>
+    static auto copy_to_system(const System& sys, const X* host, index_t n) {
+        auto buf = sys.template make_buffer<X>(n);
+        const auto m = sys.mirror(host, n);
+        sys.launch(n, detail::copy_into<X>{m.get(), buf.data()});
+        return buf;
+    }
+
     template <class A, class B>
     static void check_same_shape(const strided_view<A>& x, const strided_view<B>& want, const char* name) {
         detail::check_view(x, name);

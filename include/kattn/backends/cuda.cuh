@@ -11,12 +11,13 @@
 // gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
 // Operators (linear_attention<Map, S, backends::cuda, T>) run on the default stream with
 // TF32; the device-resident call takes a cuda_system object with its own stream and
-// precision. Backward and step: backends::thrust on the same device. docs/cuda_backend.md.
+// precision. docs/cuda_backend.md.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <string>
 #include <utility>
@@ -24,7 +25,6 @@
 
 #include "../core/error.hpp"
 #include "chunked.hpp"
-#include "thrust.hpp"
 
 namespace kattn::detail {
 
@@ -120,8 +120,6 @@ enum class float_gemm { tf32, fp32 };
 
 struct cuda_system {
     static constexpr const char* name = "cuda";
-    /// Backward and step: the Thrust backend on the CUDA device system.
-    using fallback = thrust<>;
     template <class W>
     using buffer = detail::cuda_buffer<W>;
 

@@ -11,7 +11,6 @@
 //                         row-major; A_i = A + i·sA (likewise B, C); op transposes when ta / tb
 //   mirror(host_ptr, n)   a read-only device copy of n host elements (.get())
 //   to_host(dst, src, n)  n device elements back to host memory, after all prior work
-//   fallback              an execution backend for the primitives not chunked here
 // plus `static constexpr const char* name`. host_system runs everything on the calling
 // process's OpenMP threads: every output element is computed by one thread in a fixed
 // order, so results are bitwise independent of the thread count. CUDA: backends/cuda.cuh.
@@ -25,7 +24,7 @@
 #include <vector>
 
 #include "../../core/config.hpp"
-#include "../reference.hpp"
+#include "../problem.hpp"
 
 namespace kattn::detail {
 struct system_probe_fn {
@@ -47,7 +46,6 @@ namespace kattn::backends {
 template <class S>
 concept chunked_system = requires(const S& s, const float* a, float* c, const double* ad, double* cd) {
     { S::name } -> std::convertible_to<const char*>;
-    typename S::fallback;
     typename S::template buffer<float>;
     { s.template make_buffer<float>(index_t(1)).data() } -> std::same_as<float*>;
     s.launch(index_t(1), detail::system_probe_fn{});
@@ -92,8 +90,6 @@ namespace kattn::backends {
 /// test the CUDA system's algorithm on any machine; simd is the fast CPU backend.
 struct host_system {
     static constexpr const char* name = "chunked-host";
-    /// Backward and step: the reference backend.
-    using fallback = reference;
     template <class W>
     using buffer = detail::host_buffer<W>;
 
