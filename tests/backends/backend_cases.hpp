@@ -58,6 +58,17 @@ case_result run_case(kattn::index_t B, kattn::index_t H, kattn::index_t L, bool 
             xt::cast<double>(g.dv), xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
 }
 
+/// Token t of every head of a [B, H, L, w] tensor, as [B, H, w] (a decoding step's input).
+template <class T>
+xt::xtensor<T, 3> token_at(const xt::xtensor<T, 4>& x, kattn::index_t t) {
+    const auto& s = x.shape();
+    xt::xtensor<T, 3> r = xt::xtensor<T, 3>::from_shape({s[0], s[1], s[3]});
+    for (std::size_t b = 0; b < s[0]; ++b)
+        for (std::size_t h = 0; h < s[1]; ++h)
+            for (std::size_t c = 0; c < s[3]; ++c) r(b, h, c) = x(b, h, std::size_t(t), c);
+    return r;
+}
+
 /// Every output within tol (relative to the largest entry) of the reference's.
 inline void check_close(const case_result& s, const case_result& r, kattn::index_t L, double tol) {
     CHECK(rel_err(s.out, r.out) < tol);

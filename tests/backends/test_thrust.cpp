@@ -190,15 +190,7 @@ TEST_CASE_TEMPLATE("thrust step equals the thrust causal forward and the referen
     auto sr = ar.initial_state(B, H);
     double worst = 0, worst_ref = 0, scale = 0;
     for (index_t t = 0; t < L; ++t) {
-        xt::xtensor<double, 3> qt({2, 2, 8}), kt({2, 2, 8}), vt({2, 2, 5});
-        for (std::size_t b = 0; b < 2; ++b)
-            for (std::size_t h = 0; h < 2; ++h) {
-                for (std::size_t c = 0; c < 8; ++c) {
-                    qt(b, h, c) = q(b, h, std::size_t(t), c);
-                    kt(b, h, c) = k(b, h, std::size_t(t), c);
-                }
-                for (std::size_t c = 0; c < 5; ++c) vt(b, h, c) = v(b, h, std::size_t(t), c);
-            }
+        const auto qt = ::kt::token_at(q, t), kt = ::kt::token_at(k, t), vt = ::kt::token_at(v, t);
         const auto o = a.step(st, qt, kt, vt);
         const auto orf = ar.step(sr, qt, kt, vt);
         for (std::size_t b = 0; b < 2; ++b)

@@ -225,60 +225,33 @@ struct chunked {
     template <class Map, class T>
     static void forward(const attention_problem<Map, T>& pb, T* out) {
         using W = work_t<T>;
-        const System sys{};
-        const device_parameters<Map, W, System> dp(sys, pb.spec);
-        const index_t B = pb.problems / pb.heads, H = pb.heads, d = pb.spec.d;
-        const auto q = sys.mirror(pb.q, pb.problems * pb.q_len * d);
-        const auto k = sys.mirror(pb.k, pb.problems * pb.k_len * d);
-        const auto v = sys.mirror(pb.v, pb.problems * pb.k_len * pb.dv);
-        const auto lens = sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0);
+        const staged_problem<Map, T> st(pb);
+        const System& sys = st.sys;
         auto o = sys.template make_buffer<T>(pb.problems * pb.q_len * pb.dv);
-        auto g = geometry_of<Map>(pb.spec, B, H, pb.q_len, pb.k_len, pb.dv, pb.causal,
-                                  pb.key_lengths ? lens.get() : nullptr);
-        std::optional<detail::packed_chunk_tables<System>> tables;
-        if (pb.cu_seqlens) {
-            tables.emplace(sys, pb.cu_seqlens, pb.documents);
-            tables->apply(g);
-        }
-        detail::chunked_impl::forward<Map, W>(
-            sys, dp.view(), g, head_major(q.get(), B, H, pb.q_len, d), head_major(k.get(), B, H, pb.k_len, d),
-            head_major(v.get(), B, H, pb.k_len, pb.dv), head_major(o.data(), B, H, pb.q_len, pb.dv), W(pb.input_scale),
-            W(pb.eps));
+        detail::chunked_impl::forward<Map, W>(sys, st.dp.view(), st.g, st.q(), st.k(), st.v(),
+                                              st.rows(o.data(), pb.q_len, pb.dv), W(pb.input_scale), W(pb.eps));
         sys.to_host(out, o.data(), pb.problems * pb.q_len * pb.dv);
     }
 
     template <class Map, class T>
     static void backward(const attention_problem<Map, T>& pb, const attention_gradients<T>& grads) {
         using W = work_t<T>;
-        const System sys{};
-        const device_parameters<Map, W, System> dp(sys, pb.spec);
-        const index_t B = pb.problems / pb.heads, H = pb.heads, d = pb.spec.d, nq = pb.problems * pb.q_len * d,
-                      nk = pb.problems * pb.k_len * d, nv = pb.problems * pb.k_len * pb.dv;
-        const auto q = sys.mirror(pb.q, nq);
-        const auto k = sys.mirror(pb.k, nk);
-        const auto v = sys.mirror(pb.v, nv);
+        const staged_problem<Map, T> st(pb);
+        const System& sys = st.sys;
+        const index_t d = pb.spec.d, nq = pb.problems * pb.q_len * d, nk = pb.problems * pb.k_len * d,
+                      nv = pb.problems * pb.k_len * pb.dv;
         const auto G = sys.mirror(grads.dout, pb.problems * pb.q_len * pb.dv);
-        const auto lens = sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0);
         auto dq = sys.template make_buffer<T>(nq);
         auto dk = sys.template make_buffer<T>(nk);
         auto dv = sys.template make_buffer<T>(nv);
         const index_t nomega = d * Map::projection_dim(pb.spec.m), nbias = Map::uses_bias ? pb.spec.m : 0;
         auto dom = sys.template make_buffer<W>(grads.d_omega ? nomega : 0);
         auto db = sys.template make_buffer<W>(grads.d_bias ? nbias : 0);
-        auto g = geometry_of<Map>(pb.spec, B, H, pb.q_len, pb.k_len, pb.dv, pb.causal,
-                                  pb.key_lengths ? lens.get() : nullptr);
-        std::optional<detail::packed_chunk_tables<System>> tables;
-        if (pb.cu_seqlens) {
-            tables.emplace(sys, pb.cu_seqlens, pb.documents);
-            tables->apply(g);
-        }
         detail::chunked_impl::backward<Map, W>(
-            sys, dp.view(), g, head_major(q.get(), B, H, pb.q_len, d), head_major(k.get(), B, H, pb.k_len, d),
-            head_major(v.get(), B, H, pb.k_len, pb.dv), head_major(G.get(), B, H, pb.q_len, pb.dv),
+            sys, st.dp.view(), st.g, st.q(), st.k(), st.v(), st.rows(G.get(), pb.q_len, pb.dv),
             detail::chunked_impl::gradient_views<T, W>{
-                head_major(dq.data(), B, H, pb.q_len, d), head_major(dk.data(), B, H, pb.k_len, d),
-                head_major(dv.data(), B, H, pb.k_len, pb.dv), grads.d_omega ? dom.data() : nullptr,
-                grads.d_bias && nbias ? db.data() : nullptr},
+                st.rows(dq.data(), pb.q_len, d), st.rows(dk.data(), pb.k_len, d), st.rows(dv.data(), pb.k_len, pb.dv),
+                grads.d_omega ? dom.data() : nullptr, grads.d_bias && nbias ? db.data() : nullptr},
             W(pb.input_scale), W(pb.eps));
         sys.to_host(grads.dq, dq.data(), nq);
         sys.to_host(grads.dk, dk.data(), nk);
@@ -340,6 +313,49 @@ struct chunked {
     }
 
 private:
+    template <class X>
+    using mirror_of = decltype(std::declval<const System&>().mirror(std::declval<const X*>(), index_t(0)));
+
+    /// An operator's problem staged on the system once: default system, parameters, q, k,
+    /// v and key lengths mirrored, the geometry, and (packed documents) the chunk tables.
+    template <class Map, class T>
+    struct staged_problem {
+        const System sys{};
+        const device_parameters<Map, work_t<T>, System> dp;
+        const index_t B, H, d, Lq, Lk, dv;
+        const mirror_of<T> qm, km, vm;
+        const mirror_of<index_t> lens;
+        std::optional<detail::packed_chunk_tables<System>> tables;
+        detail::chunked_impl::geometry g;
+
+        explicit staged_problem(const attention_problem<Map, T>& pb)
+            : dp(sys, pb.spec),
+              B(pb.problems / pb.heads),
+              H(pb.heads),
+              d(pb.spec.d),
+              Lq(pb.q_len),
+              Lk(pb.k_len),
+              dv(pb.dv),
+              qm(sys.mirror(pb.q, pb.problems * Lq * d)),
+              km(sys.mirror(pb.k, pb.problems * Lk * d)),
+              vm(sys.mirror(pb.v, pb.problems * Lk * dv)),
+              lens(sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0)),
+              g(geometry_of<Map>(pb.spec, B, H, Lq, Lk, dv, pb.causal, pb.key_lengths ? lens.get() : nullptr)) {
+            if (pb.cu_seqlens) {
+                tables.emplace(sys, pb.cu_seqlens, pb.documents);
+                tables->apply(g);
+            }
+        }
+        /// [B, H, len, width] rows at p (the operator's layout).
+        template <class X>
+        strided_view<X> rows(X* p, index_t len, index_t width) const {
+            return head_major(p, B, H, len, width);
+        }
+        strided_view<const T> q() const { return rows(qm.get(), Lq, d); }
+        strided_view<const T> k() const { return rows(km.get(), Lk, d); }
+        strided_view<const T> v() const { return rows(vm.get(), Lk, dv); }
+    };
+
     /// A writable system copy of n host elements.
     template <class X>
     static auto copy_to_system(const System& sys, const X* host, index_t n) {
