@@ -187,7 +187,7 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
               const backends::strided_view<const T>& v, const backends::strided_view<const T>& dout,
               const gradient_views<T, W>& out, W scale, W eps) {
     if (g.problems == 0) return;
-    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
+    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale, true);
     const index_t F = g.F, dv1 = g.dv1, n = g.problems, qr = n * g.Lqp, kr = n * g.Lkp;
     const W* phq = fp.fq.phi.data();
     const W* phk = fp.fk.phi.data();

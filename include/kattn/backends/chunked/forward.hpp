@@ -63,10 +63,12 @@ struct forward_pass {
     buffer R, E, Cq, V1w, V1, A, O, K, Oa;
 
     /// Runs everything up to O (and, causal, K and Oa). A: the block states; causal: their
-    /// exclusive prefixes X_b. K: the masked, weighted intra-chunk scores.
+    /// exclusive prefixes X_b. K: the masked, weighted intra-chunk scores. The scaled inputs
+    /// and projections (fq.X, fq.U, fk.X, fk.U) are kept only when keep_inputs (a backward
+    /// pass needs them); otherwise they are released as soon as φ exists.
     template <class T>
     forward_pass(const System& sys, const spectral<Map, W>& sp, const geometry& g, const view<T>& q, const view<T>& k,
-                 const view<T>& v, W scale)
+                 const view<T>& v, W scale, bool keep_inputs)
         : fq(row_features<Map, W>(sys, sp, g, q, g.Lqp, false, true, scale)),
           fk(row_features<Map, W>(sys, sp, g, k, g.Lkp, true, true, scale)),
           R(sys.template make_buffer<W>(g.problems * g.Lkp)),
@@ -78,6 +80,11 @@ struct forward_pass {
           O(sys.template make_buffer<W>(g.problems * g.Lqp * g.dv1)),
           K(sys.template make_buffer<W>(g.causal ? g.problems * g.Lqp * chunk : 0)),
           Oa(sys.template make_buffer<W>(g.causal ? g.problems * g.Lqp * g.dv1 : 0)) {
+        if (!keep_inputs)
+            for (auto* fb : {&fq, &fk}) {
+                fb->X = sys.template make_buffer<W>(0);
+                fb->U = sys.template make_buffer<W>(0);
+            }
         const index_t F = g.F, dv1 = g.dv1, n = g.problems;
         const W* phq = fq.phi.data();
         const W* phk = fk.phi.data();
@@ -118,7 +125,7 @@ void forward(const System& sys, const spectral<Map, W>& sp, const geometry& g, c
              const backends::strided_view<const T>& k, const backends::strided_view<const T>& v,
              const backends::strided_view<T>& out, W scale, W eps) {
     if (g.problems == 0 || g.Lq == 0) return;
-    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
+    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale, false);
     sys.launch(g.problems * g.Lqp, emit_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr,
                                                         fp.E.data(), fp.Cq.data(), out});
 }
