@@ -214,7 +214,7 @@ struct chunked {
         using W = work_t<T>;
         const System sys{};
         const device_parameters<Map, W, System> dp(sys, pb.spec);
-        auto g = geometry_of<Map>(pb.spec, 1, 1, pb.n, pb.n, 0, false, nullptr);
+        auto g = geometry_of<Map>(pb.spec.d, pb.spec.m, 1, 1, pb.n, pb.n, 0, false, nullptr);
         const auto x = sys.mirror(pb.x, pb.n * pb.spec.d);
         auto phi = sys.template make_buffer<W>(pb.n * g.F);
         detail::chunked_impl::features<Map, W>(sys, dp.view(), g, head_major(x.get(), 1, 1, pb.n, pb.spec.d),
@@ -276,7 +276,7 @@ struct chunked {
         auto C = copy_to_system(sys, pb.state.C, n);
         auto steps = copy_to_system(sys, pb.state.steps, n);
         auto o = sys.template make_buffer<T>(n * dv);
-        const auto g = geometry_of<Map>(pb.spec, n, 1, 1, 1, dv, false, nullptr);
+        const auto g = geometry_of<Map>(pb.spec.d, pb.spec.m, n, 1, 1, 1, dv, false, nullptr);
         detail::chunked_impl::step<Map, W>(
             sys, dp.view(), g, recurrent_state_view{S.data(), z.data(), C.data(), steps.data()},
             head_major(q.get(), n, 1, 1, d), head_major(k.get(), n, 1, 1, d), head_major(v.get(), n, 1, 1, dv),
@@ -340,7 +340,8 @@ private:
               km(sys.mirror(pb.k, pb.problems * Lk * d)),
               vm(sys.mirror(pb.v, pb.problems * Lk * dv)),
               lens(sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0)),
-              g(geometry_of<Map>(pb.spec, B, H, Lq, Lk, dv, pb.causal, pb.key_lengths ? lens.get() : nullptr)) {
+              g(geometry_of<Map>(pb.spec.d, pb.spec.m, B, H, Lq, Lk, dv, pb.causal,
+                                 pb.key_lengths ? lens.get() : nullptr)) {
             if (pb.cu_seqlens) {
                 tables.emplace(sys, pb.cu_seqlens, pb.documents);
                 tables->apply(g);
@@ -387,9 +388,10 @@ private:
         }
     }
 
-    template <class Map, class S>
-    static detail::chunked_impl::geometry geometry_of(const S& spec, index_t B, index_t H, index_t Lq, index_t Lk,
-                                                      index_t dv, bool causal, const index_t* key_lengths) {
+    /// Extents of a call with head dimension d and m features (packed tables: apply()).
+    template <class Map>
+    static detail::chunked_impl::geometry geometry_of(index_t d, index_t m, index_t B, index_t H, index_t Lq,
+                                                      index_t Lk, index_t dv, bool causal, const index_t* key_lengths) {
         namespace ci = detail::chunked_impl;
         ci::geometry g;
         g.heads = H;
@@ -401,24 +403,14 @@ private:
         g.Lkp = causal ? (Lk + ci::chunk - 1) / ci::chunk * ci::chunk : Lk;
         g.nb = causal ? g.Lkp / ci::chunk : 1;
         g.nm = (g.Lkp + ci::chunk - 1) / ci::chunk;
-        g.d = spec.head_dim();
-        g.m = spec.num_features();
+        g.d = d;
+        g.m = m;
         g.P = Map::projection_dim(g.m);
         g.F = Map::feature_dim(g.m);
         g.dv = dv;
         g.dv1 = dv + 1;
         g.key_lengths = key_lengths;
         return g;
-    }
-    template <class Map, class T>
-    static detail::chunked_impl::geometry geometry_of(const spectral_view<Map, T>& s, index_t B, index_t H, index_t Lq,
-                                                      index_t Lk, index_t dv, bool causal, const index_t* key_lengths) {
-        struct dims {
-            index_t d, m;
-            index_t head_dim() const { return d; }
-            index_t num_features() const { return m; }
-        };
-        return geometry_of<Map>(dims{s.d, s.m}, B, H, Lq, Lk, dv, causal, key_lengths);
     }
 
     template <class Map, class W, class T, class U>
@@ -484,7 +476,8 @@ private:
                         std::to_string(offsets[i]) + " after " + std::to_string(offsets[i - 1]) + " at index " +
                             std::to_string(i));
         }
-        return geometry_of<Map>(params, q.batch, q.heads, q.len, k.len, v.dim, o.causal, o.key_lengths);
+        return geometry_of<Map>(params.head_dim(), params.num_features(), q.batch, q.heads, q.len, k.len, v.dim,
+                                o.causal, o.key_lengths);
     }
 };
 
