@@ -77,6 +77,7 @@
 #include <kattn/kattn.hpp>
 #include <kattn/attention/softmax_attention.hpp>
 
+#include "comma_list.hpp"
 #include "fma_peak.hpp"
 #include "procfs.hpp"
 
@@ -553,14 +554,7 @@ nlohmann::json to_json(const record& r) {
     return j;
 }
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
+using bench_cli::split;
 
 template <class T>
 std::vector<T> parse_list(const std::string& s, const char* what) {

@@ -38,6 +38,8 @@
 #include <kattn/samplers/identity.hpp>
 #include <kattn/samplers/orthogonal_gaussian.hpp>
 
+#include "comma_list.hpp"
+
 namespace {
 
 using kattn::index_t;
@@ -51,13 +53,7 @@ struct options {
     std::string json;
 };
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> r;
-    std::stringstream ss(s);
-    for (std::string t; std::getline(ss, t, ',');)
-        if (!t.empty()) r.push_back(t);
-    return r;
-}
+using bench_cli::split;
 
 options parse(int argc, char** argv) {
     options o;

@@ -76,6 +76,7 @@
 #include <kattn/nn/model_factory.hpp>
 #include <kattn/nn/trainer.hpp>
 
+#include "comma_list.hpp"
 #include "procfs.hpp"
 
 namespace {
@@ -286,14 +287,7 @@ result run_case(const std::string& model, const config& c, const options& o) {
     return r;
 }
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
+using bench_cli::split;
 
 }  // namespace
 

@@ -30,6 +30,8 @@
 #include <kattn/features/favor.hpp>
 #include <kattn/samplers/orthogonal_gaussian.hpp>
 
+#include "comma_list.hpp"
+
 namespace {
 
 using clock_type = std::chrono::steady_clock;
@@ -43,13 +45,7 @@ struct options {
     std::string json;
 };
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> r;
-    std::stringstream ss(s);
-    for (std::string t; std::getline(ss, t, ',');)
-        if (!t.empty()) r.push_back(t);
-    return r;
-}
+using bench_cli::split;
 
 options parse(int argc, char** argv) {
     options o;
