@@ -10,12 +10,14 @@
 // calls (nothing crosses the PCIe bus): favor (orthogonal frequencies) at B 1, H heads,
 // d = dv, m features for each L, and FLA's published shapes (B1 T8192 H96 D128,
 // B4 T4096 H64 D128, B8 T1024 H8 D64) with elu and the identity sampler (m = d, the map
-// closest to plain linear attention); non-causal and causal; float and bf16 inputs and
-// outputs (the products run in TF32 in both). Times: CUDA events, median of --repeats
+// closest to plain linear attention); non-causal and causal; float inputs and outputs with
+// TF32 products (% of the TF32 ceiling), bf16 ones with BF16 products (FP32 accumulation,
+// % of the BF16 ceiling). Times: CUDA events, median of --repeats
 // after one warm-up. TFLOP/s use the products the algorithm executes (flop_model below,
 // the backward including its recomputed forward); GB/s the bytes of the inputs and
 // outputs; peak memory the stream-ordered pool's high-water mark plus the caller's
-// tensors. A benchmark, not a test.
+// tensors, beside the scratch the call says it needs (device_workspace_bytes). A
+// benchmark, not a test.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -181,7 +183,7 @@ struct record {
     bool causal = false;
     long batch = 0, heads = 0, L = 0, d = 0, m = 0;
     double seconds = 0, tflops = 0, ceiling = 0, gbps = 0, copy_gbps = 0;
-    std::size_t peak_bytes = 0;
+    std::size_t peak_bytes = 0, workspace_bytes = 0;
 };
 
 /// Fills n device elements of T with a cheap hash of (seed, i) scaled to about ±sd.
@@ -202,11 +204,12 @@ struct hash_fill {
 
 template <class Map, class Sampler, class T>
 void run_case(const options& o, const char* map, const char* precision, long B, long H, long L, long d, long m,
-              bool causal, double ceiling, double copy_gbps, const cudaDeviceProp& prop, std::vector<record>& out) {
+              bool causal, kb::float_gemm products, double ceiling, double copy_gbps, const cudaDeviceProp& prop,
+              std::vector<record>& out) {
     using W = float;
     const kattn::attention_config cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
     const kattn::linear_attention<Map, Sampler, kb::cuda, float> op(cfg);
-    const kb::cuda_system sys{};
+    const kb::cuda_system sys{nullptr, products};
     const kb::device_parameters<Map, W, kb::cuda_system> params(sys, op.spectral());
     const index_t n = B * H * L * d;
     cudaMemPool_t pool;
@@ -249,12 +252,14 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
         r.gbps = (pass == 0 ? 4 : 2 * 4 + 3) * io_bytes / s * 1e-9;
         r.copy_gbps = copy_gbps;
         r.peak_bytes = std::size_t(high) + std::size_t(8) * std::size_t(n) * sizeof(T);
+        r.workspace_bytes = kb::cuda::device_workspace_bytes(
+            sys, params, pass == 0 ? kb::device_pass::forward : kb::device_pass::backward, B, H, L, L, d, opt, false);
         out.push_back(r);
         std::printf(
             "%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms %7.1f TFLOP/s %5.1f %% %7.0f GB/s "
-            "%8.1f MiB\n",
+            "%8.1f MiB (scratch %.1f MiB)\n",
             map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.tflops,
-            100 * r.tflops / ceiling, r.gbps, double(r.peak_bytes) / (1 << 20));
+            100 * r.tflops / ceiling, r.gbps, double(r.peak_bytes) / (1 << 20), double(r.workspace_bytes) / (1 << 20));
     }
     for (auto p : bufs) cudaFree(p);
     cudaFree(outp);
@@ -279,7 +284,7 @@ int main(int argc, char** argv) {
     const double copy = copy_bandwidth(o.repeats);
     std::printf("%s (sm_%d%d, %.1f GiB): cuBLAS 8192^3 TF32 %.1f, BF16 %.1f, FP32 %.1f TFLOP/s; D2D copy %.0f GB/s\n",
                 prop.name, prop.major, prop.minor, double(prop.totalGlobalMem) / (1 << 30), tf32, bf16, fp32, copy);
-    std::printf("%% column: of the TF32 ceiling (the products run in TF32 for float and bf16 inputs)\n\n");
+    std::printf("%% column: float rows of the TF32 ceiling (TF32 products), bf16 rows of the BF16 ceiling\n\n");
     std::vector<record> res;
     std::vector<std::string> skipped;
     const auto over = [&] {
@@ -294,10 +299,12 @@ int main(int argc, char** argv) {
                 }
                 if (prec == 0)
                     run_case<kattn::features::favor, kattn::samplers::orthogonal_gaussian, float>(
-                        o, "favor", "float/tf32", 1, o.heads, L, o.d, o.m, causal, tf32, copy, prop, res);
+                        o, "favor", "float/tf32", 1, o.heads, L, o.d, o.m, causal, kb::float_gemm::tf32, tf32, copy,
+                        prop, res);
                 else
                     run_case<kattn::features::favor, kattn::samplers::orthogonal_gaussian, __nv_bfloat16>(
-                        o, "favor", "bf16-io/tf32", 1, o.heads, L, o.d, o.m, causal, tf32, copy, prop, res);
+                        o, "favor", "bf16/bf16", 1, o.heads, L, o.d, o.m, causal, kb::float_gemm::bf16, bf16, copy,
+                        prop, res);
             }
     if (o.fla) {
         const long shapes[3][4] = {{1, 8192, 96, 128}, {4, 4096, 64, 128}, {8, 1024, 8, 64}};
@@ -309,10 +316,12 @@ int main(int argc, char** argv) {
                 }
                 if (prec == 0)
                     run_case<kattn::features::elu, kattn::samplers::identity, float>(
-                        o, "elu", "float/tf32", s[0], s[2], s[1], s[3], s[3], true, tf32, copy, prop, res);
+                        o, "elu", "float/tf32", s[0], s[2], s[1], s[3], s[3], true, kb::float_gemm::tf32, tf32, copy,
+                        prop, res);
                 else
                     run_case<kattn::features::elu, kattn::samplers::identity, __nv_bfloat16>(
-                        o, "elu", "bf16-io/tf32", s[0], s[2], s[1], s[3], s[3], true, tf32, copy, prop, res);
+                        o, "elu", "bf16/bf16", s[0], s[2], s[1], s[3], s[3], true, kb::float_gemm::bf16, bf16, copy,
+                        prop, res);
             }
     }
     for (const auto& s : skipped) std::printf("skipped (budget %.0f s): %s\n", o.budget, s.c_str());
@@ -329,7 +338,8 @@ int main(int argc, char** argv) {
                << ", \"m\": " << r.m << ", \"seconds\": " << r.seconds << ", \"tflops\": " << r.tflops
                << ", \"gemm_ceiling_tflops\": " << r.ceiling << ", \"gbps\": " << r.gbps
                << ", \"copy_gbps\": " << r.copy_gbps << ", \"peak_device_bytes\": " << r.peak_bytes
-               << ", \"device\": \"" << prop.name << "\"}" << (i + 1 < res.size() ? "," : "") << "\n";
+               << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"device\": \"" << prop.name << "\"}"
+               << (i + 1 < res.size() ? "," : "") << "\n";
         }
         js << "  ]\n}\n";
         std::printf("\nwrote %s\n", o.json.c_str());

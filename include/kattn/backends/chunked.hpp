@@ -11,13 +11,16 @@
 //
 // Two ways in:
 //   linear_attention<Map, Sampler, chunked<S>, T>  the operator API (xtensor on the host):
-//       features, forward, backward and the decoding step all run here.
-//   chunked<S>::device_forward(sys, params, q, k, v, out, options) and
-//   chunked<S>::device_backward(sys, params, q, k, v, dout, dq, dk, dv, dΩ, db, options),
-//       the device-resident calls:
+//       features, forward, backward and the decoding step all run here; bf16 tensors
+//       run with BF16 products (forward_bf16).
+//   chunked<S>::device_forward(sys, params, q, k, v, out, options),
+//   chunked<S>::device_backward(sys, params, q, k, v, dout, dq, dk, dv, dΩ, db, options)
+//   and chunked<S>::device_step, the device-resident calls:
 //       strided views of system memory (backends/strided_view.hpp: [B, H, L, d] or
 //       [B, L, H, d] through strides), the parameters already on the system
-//       (device_parameters), nothing copied between host and device.
+//       (device_parameters), nothing copied between host and device; scratch from the
+//       system's allocator hook (backends/workspace.hpp), sized beforehand by
+//       chunked<S>::device_workspace_bytes.
 // Results are bitwise reproducible run to run and, on the host, for any thread count.
 // Docs: docs/cuda_backend.md.
 #pragma once
@@ -30,29 +33,16 @@
 
 #include "../core/error.hpp"
 #include "chunked/backward.hpp"
+#include "chunked/device_call.hpp"
 #include "chunked/forward.hpp"
 #include "chunked/step.hpp"
 #include "chunked/system.hpp"
 #include "execution_backend.hpp"
 #include "problem.hpp"
 #include "strided_view.hpp"
+#include "workspace.hpp"
 
 namespace kattn::backends {
-
-/// Options of a device-resident call (the operator's options, as plain values).
-struct device_options {
-    bool causal = false;
-    /// Valid keys per batch entry, in system memory (device memory on a GPU), or nullptr.
-    const index_t* key_lengths = nullptr;
-    /// q and k are multiplied by this before the map: pass the operator's input_scale().
-    double input_scale = 1;
-    double eps = 1e-6;  ///< denominator guard
-    /// Packed documents (FlashAttention's cu_seqlens, in system memory): documents + 1
-    /// offsets {0, …, L}, strictly increasing; batch 1, q and k of the same length, no key
-    /// lengths. Attention never crosses a document boundary. nullptr: one sequence.
-    const index_t* cu_seqlens = nullptr;
-    index_t documents = 0;
-};
 
 /// Ω, b and the map's parameters of one operator, copied once to System's memory in the
 /// working precision W (float for float and 16-bit inputs, double for double).
@@ -158,13 +148,9 @@ struct chunked {
                       "kattn: device_forward: the parameters' precision W must be work_t<T> (double for double "
                       "inputs, float otherwise)");
         std::vector<index_t> offsets;
-        auto g = check_device_call<Map>(sys, params, q, k, v, out, o, offsets);
-        std::optional<detail::packed_chunk_tables<System>> tables;
-        if (!offsets.empty()) {
-            tables.emplace(sys, offsets.data(), o.documents);
-            tables->apply(g);
-        }
-        detail::chunked_impl::forward<Map, W>(sys, params.view(), g, q, k, v, out, W(o.input_scale), W(o.eps));
+        const auto g = detail::chunked_impl::check_call<Map>(sys, params.head_dim(), params.num_features(), q, k, v,
+                                                             out, o, offsets);
+        run_forward<Map, W>(sys, params.view(), g, offsets, q, k, v, out, o);
     }
 
     /// Backward on strided views of system memory: dq, dk, dv have the shapes of q, k, v;
@@ -179,15 +165,11 @@ struct chunked {
                       "kattn: device_backward: the parameters' precision W must be work_t<T> (double for double "
                       "inputs, float otherwise)");
         std::vector<index_t> offsets;
-        auto g = check_device_call<Map>(sys, params, q, k, v, dout, o, offsets, "dout", false);
-        std::optional<detail::packed_chunk_tables<System>> tables;
-        if (!offsets.empty()) {
-            tables.emplace(sys, offsets.data(), o.documents);
-            tables->apply(g);
-        }
-        check_same_shape(dq, q, "dq");
-        check_same_shape(dk, k, "dk");
-        check_same_shape(dv, v, "dv");
+        const auto g = detail::chunked_impl::check_call<Map>(sys, params.head_dim(), params.num_features(), q, k, v,
+                                                             dout, o, offsets, "dout", false);
+        detail::chunked_impl::check_same_shape(dq, q, "dq");
+        detail::chunked_impl::check_same_shape(dk, k, "dk");
+        detail::chunked_impl::check_same_shape(dv, v, "dv");
         const char* names[] = {"q", "k", "v", "dout"};
         const strided_view<const T> in[] = {q, k, v, dout};
         const char* gnames[] = {"dq", "dk", "dv"};
@@ -202,9 +184,61 @@ struct chunked {
                     throw kattn::error(std::string("kattn: argument '") + gnames[a] +
                                        "': expected memory disjoint from " + gnames[b] + ", got an overlapping view");
         }
-        detail::chunked_impl::backward<Map, W>(sys, params.view(), g, q, k, v, dout,
-                                               detail::chunked_impl::gradient_views<T, W>{dq, dk, dv, d_omega, d_bias},
-                                               W(o.input_scale), W(o.eps));
+        run_backward<Map, W>(sys, params.view(), g, offsets, q, k, v, dout,
+                             detail::chunked_impl::gradient_views<T, W>{dq, dk, dv, d_omega, d_bias}, o);
+    }
+
+    /// The peak scratch bytes a device-resident call of `pass` holds at once on `sys`
+    /// (each request rounded to workspace_alignment; backends/workspace.hpp): a pool of
+    /// this size serves the call without growing. Shapes as the call's: batch × heads
+    /// heads, q_len queries, k_len keys, value_dim value columns; o as the call's options
+    /// (key lengths and packed offsets are read back and checked as the call would).
+    /// with_bias_gradient: the backward call will be given a d_bias pointer. The step's
+    /// q_len and k_len are 1. Runs nothing on the system but those two reads.
+    template <class Map, class W>
+    static std::size_t device_workspace_bytes(const System& sys, const device_parameters<Map, W, System>& params,
+                                              device_pass pass, index_t batch, index_t heads, index_t q_len,
+                                              index_t k_len, index_t value_dim, const device_options& o = {},
+                                              bool with_bias_gradient = true) {
+        namespace ci = detail::chunked_impl;
+        ci::require_arg(batch >= 0 && heads >= 0, "batch, heads", "non-negative counts",
+                        std::to_string(batch) + ", " + std::to_string(heads));
+        ci::require_arg(q_len > 0 && k_len > 0 && value_dim > 0, "q_len, k_len, value_dim", "positive extents",
+                        std::to_string(q_len) + ", " + std::to_string(k_len) + ", " + std::to_string(value_dim));
+        if (pass == device_pass::step) {
+            ci::require_arg(q_len == 1 && k_len == 1, "q_len, k_len", "1 for a decoding step",
+                            std::to_string(q_len) + ", " + std::to_string(k_len));
+            ci::require_arg(!o.causal && !o.key_lengths && !o.cu_seqlens, "options",
+                            "no causal flag, key lengths or documents for a decoding step", "one");
+        }
+        std::vector<index_t> offsets;
+        const auto g = ci::check_extents<Map>(sys, params.head_dim(), params.num_features(), batch, heads, q_len, k_len,
+                                              value_dim, o, offsets);
+        detail::workspace_tally tally;
+        const detail::sizing_system sizing{&tally, detail::mirror_copies<System>()};
+        const auto rows = [&](index_t len, index_t dim) {
+            return strided_view<W>{nullptr, batch, heads, len, dim, 0, 0, 0};
+        };
+        const auto out = rows(q_len, value_dim);
+        const strided_view<const W> q = rows(q_len, params.head_dim()), k = rows(k_len, params.head_dim()),
+                                    v = rows(k_len, value_dim);
+        const auto sp = params.view();
+        if (pass == device_pass::forward) {
+            run_forward<Map, W>(sizing, sp, g, offsets, q, k, v, out, o);
+        } else if (pass == device_pass::backward) {
+            // Non-null parameter-gradient pointers select the products that write them; the
+            // sizing system never dereferences them.
+            W slot{};
+            run_backward<Map, W>(
+                sizing, sp, g, offsets, q, k, v, strided_view<const W>(rows(q_len, value_dim)),
+                ci::gradient_views<W, W>{rows(q_len, params.head_dim()), rows(k_len, params.head_dim()),
+                                         rows(k_len, value_dim), &slot, with_bias_gradient ? &slot : nullptr},
+                o);
+        } else {
+            const recurrent_state_view state{};
+            ci::step<Map, W>(sizing, sp, g, state, q, k, v, out, W(o.input_scale), o.eps);
+        }
+        return tally.peak;
     }
 
     // ---- the execution-backend primitives (operators on host tensors) ----
@@ -214,7 +248,7 @@ struct chunked {
         using W = work_t<T>;
         const System sys{};
         const device_parameters<Map, W, System> dp(sys, pb.spec);
-        auto g = geometry_of<Map>(pb.spec.d, pb.spec.m, 1, 1, pb.n, pb.n, 0, false, nullptr);
+        auto g = detail::chunked_impl::geometry_of<Map>(pb.spec.d, pb.spec.m, 1, 1, pb.n, pb.n, 0, false, nullptr);
         const auto x = sys.mirror(pb.x, pb.n * pb.spec.d);
         auto phi = sys.template make_buffer<W>(pb.n * g.F);
         detail::chunked_impl::features<Map, W>(sys, dp.view(), g, head_major(x.get(), 1, 1, pb.n, pb.spec.d),
@@ -231,6 +265,31 @@ struct chunked {
         detail::chunked_impl::forward<Map, W>(sys, st.dp.view(), st.g, st.q(), st.k(), st.v(),
                                               st.rows(o.data(), pb.q_len, pb.dv), W(pb.input_scale), W(pb.eps));
         sys.to_host(out, o.data(), pb.problems * pb.q_len * pb.dv);
+    }
+
+    /// A forward on bf16 tensors (the operator's bf16 call): q, k, v read as bf16, every
+    /// product with BF16 inputs and FP32 accumulation where the system has a float_math
+    /// (tensor cores on a GPU), intermediates in float, the output rounded to bf16.
+    template <class Map>
+    static bool forward_bf16(const attention_problem<Map, float>& pb, const bf16_forward_io& io) {
+        if (pb.cu_seqlens) return false;  // packed documents: the float path
+        System sys{};
+        if constexpr (requires { sys.float_math = float_gemm::bf16; }) sys.float_math = float_gemm::bf16;
+        const device_parameters<Map, float, System> dp(sys, pb.spec);
+        const index_t B = pb.problems / pb.heads, H = pb.heads, d = pb.spec.d, Lq = pb.q_len, Lk = pb.k_len, dv = pb.dv;
+        const auto q = sys.mirror(io.q, pb.problems * Lq * d);
+        const auto k = sys.mirror(io.k, pb.problems * Lk * d);
+        const auto v = sys.mirror(io.v, pb.problems * Lk * dv);
+        const auto lens = sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0);
+        const auto g = detail::chunked_impl::geometry_of<Map>(d, pb.spec.m, B, H, Lq, Lk, dv, pb.causal,
+                                                              pb.key_lengths ? lens.get() : nullptr);
+        auto o = sys.template make_buffer<bf16>(pb.problems * Lq * dv);
+        detail::chunked_impl::forward<Map, float>(sys, dp.view(), g, head_major(q.get(), B, H, Lq, d),
+                                                  head_major(k.get(), B, H, Lk, d), head_major(v.get(), B, H, Lk, dv),
+                                                  head_major(o.data(), B, H, Lq, dv), float(pb.input_scale),
+                                                  float(pb.eps));
+        sys.to_host(io.out, o.data(), pb.problems * Lq * dv);
+        return true;
     }
 
     template <class Map, class T>
@@ -276,7 +335,7 @@ struct chunked {
         auto C = copy_to_system(sys, pb.state.C, n);
         auto steps = copy_to_system(sys, pb.state.steps, n);
         auto o = sys.template make_buffer<T>(n * dv);
-        const auto g = geometry_of<Map>(pb.spec.d, pb.spec.m, n, 1, 1, 1, dv, false, nullptr);
+        const auto g = detail::chunked_impl::geometry_of<Map>(pb.spec.d, pb.spec.m, n, 1, 1, 1, dv, false, nullptr);
         detail::chunked_impl::step<Map, W>(
             sys, dp.view(), g, recurrent_state_view{S.data(), z.data(), C.data(), steps.data()},
             head_major(q.get(), n, 1, 1, d), head_major(k.get(), n, 1, 1, d), head_major(v.get(), n, 1, 1, dv),
@@ -303,7 +362,8 @@ struct chunked {
                 "kattn: argument 'options': expected no causal flag, key lengths or documents for a "
                 "decoding step (it is causal by construction), got one");
         std::vector<index_t> none;
-        const auto g = check_device_call<Map>(sys, params, q, k, v, out, o, none);
+        const auto g =
+            detail::chunked_impl::check_call<Map>(sys, params.head_dim(), params.num_features(), q, k, v, out, o, none);
         if (q.len != 1)
             throw kattn::error("kattn: argument 'q': expected one token per head (len 1), got " +
                                std::to_string(q.len));
@@ -313,6 +373,36 @@ struct chunked {
     }
 
 private:
+    /// A checked forward call on any system (the sizing system included): packed tables,
+    /// then the algorithm.
+    template <class Map, class W, class Sys, class T>
+    static void run_forward(const Sys& sys, const detail::chunked_impl::spectral<Map, W>& sp,
+                            detail::chunked_impl::geometry g, const std::vector<index_t>& offsets,
+                            const strided_view<const T>& q, const strided_view<const T>& k,
+                            const strided_view<const T>& v, const strided_view<T>& out, const device_options& o) {
+        std::optional<detail::packed_chunk_tables<Sys>> tables;
+        if (!offsets.empty()) {
+            tables.emplace(sys, offsets.data(), index_t(offsets.size()) - 1);
+            tables->apply(g);
+        }
+        detail::chunked_impl::forward<Map, W>(sys, sp, g, q, k, v, out, W(o.input_scale), W(o.eps));
+    }
+
+    /// A checked backward call on any system (see run_forward).
+    template <class Map, class W, class Sys, class T>
+    static void run_backward(const Sys& sys, const detail::chunked_impl::spectral<Map, W>& sp,
+                             detail::chunked_impl::geometry g, const std::vector<index_t>& offsets,
+                             const strided_view<const T>& q, const strided_view<const T>& k,
+                             const strided_view<const T>& v, const strided_view<const T>& dout,
+                             const detail::chunked_impl::gradient_views<T, W>& grads, const device_options& o) {
+        std::optional<detail::packed_chunk_tables<Sys>> tables;
+        if (!offsets.empty()) {
+            tables.emplace(sys, offsets.data(), index_t(offsets.size()) - 1);
+            tables->apply(g);
+        }
+        detail::chunked_impl::backward<Map, W>(sys, sp, g, q, k, v, dout, grads, W(o.input_scale), W(o.eps));
+    }
+
     template <class X>
     using mirror_of = decltype(std::declval<const System&>().mirror(std::declval<const X*>(), index_t(0)));
 
@@ -340,8 +430,8 @@ private:
               km(sys.mirror(pb.k, pb.problems * Lk * d)),
               vm(sys.mirror(pb.v, pb.problems * Lk * dv)),
               lens(sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0)),
-              g(geometry_of<Map>(pb.spec.d, pb.spec.m, B, H, Lq, Lk, dv, pb.causal,
-                                 pb.key_lengths ? lens.get() : nullptr)) {
+              g(detail::chunked_impl::geometry_of<Map>(pb.spec.d, pb.spec.m, B, H, Lq, Lk, dv, pb.causal,
+                                                       pb.key_lengths ? lens.get() : nullptr)) {
             if (pb.cu_seqlens) {
                 tables.emplace(sys, pb.cu_seqlens, pb.documents);
                 tables->apply(g);
@@ -366,17 +456,6 @@ private:
         return buf;
     }
 
-    template <class A, class B>
-    static void check_same_shape(const strided_view<A>& x, const strided_view<B>& want, const char* name) {
-        detail::check_view(x, name);
-        if (x.batch != want.batch || x.heads != want.heads || x.len != want.len || x.dim != want.dim)
-            throw kattn::error(std::string("kattn: argument '") + name + "': expected shape [" +
-                               std::to_string(want.batch) + ", " + std::to_string(want.heads) + ", " +
-                               std::to_string(want.len) + ", " + std::to_string(want.dim) + "], got [" +
-                               std::to_string(x.batch) + ", " + std::to_string(x.heads) + ", " + std::to_string(x.len) +
-                               ", " + std::to_string(x.dim) + "]");
-    }
-
     template <class W, class T>
     static void download(const System& sys, const W* src, index_t n, T* dst) {
         if constexpr (std::is_same_v<W, T>) {
@@ -386,98 +465,6 @@ private:
             sys.to_host(tmp.data(), src, n);
             for (index_t i = 0; i < n; ++i) dst[i] = static_cast<T>(tmp[std::size_t(i)]);
         }
-    }
-
-    /// Extents of a call with head dimension d and m features (packed tables: apply()).
-    template <class Map>
-    static detail::chunked_impl::geometry geometry_of(index_t d, index_t m, index_t B, index_t H, index_t Lq,
-                                                      index_t Lk, index_t dv, bool causal, const index_t* key_lengths) {
-        namespace ci = detail::chunked_impl;
-        ci::geometry g;
-        g.heads = H;
-        g.problems = B * H;
-        g.Lq = Lq;
-        g.Lk = Lk;
-        g.causal = causal;
-        g.Lqp = causal ? (Lq + ci::chunk - 1) / ci::chunk * ci::chunk : Lq;
-        g.Lkp = causal ? (Lk + ci::chunk - 1) / ci::chunk * ci::chunk : Lk;
-        g.nb = causal ? g.Lkp / ci::chunk : 1;
-        g.nm = (g.Lkp + ci::chunk - 1) / ci::chunk;
-        g.d = d;
-        g.m = m;
-        g.P = Map::projection_dim(g.m);
-        g.F = Map::feature_dim(g.m);
-        g.dv = dv;
-        g.dv1 = dv + 1;
-        g.key_lengths = key_lengths;
-        return g;
-    }
-
-    template <class Map, class W, class T, class U>
-    static detail::chunked_impl::geometry check_device_call(
-        const System& sys, const device_parameters<Map, W, System>& params, const strided_view<const T>& q,
-        const strided_view<const T>& k, const strided_view<const T>& v, const strided_view<U>& out,
-        const device_options& o, std::vector<index_t>& offsets, const char* out_name = "out", bool written = true) {
-        detail::check_view(q, "q");
-        detail::check_view(k, "k");
-        detail::check_view(v, "v");
-        detail::check_view(out, out_name);
-        const auto shape = [](index_t a, index_t b, index_t c, index_t d) {
-            return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " +
-                   std::to_string(d) + "]";
-        };
-        const auto require = [&](bool ok, const char* arg, const std::string& want, const std::string& got) {
-            if (!ok)
-                throw kattn::error(std::string("kattn: argument '") + arg + "': expected " + want + ", got " + got);
-        };
-        const index_t d = params.head_dim();
-        require(q.dim == d, "q", "head dimension " + std::to_string(d) + " (the parameters')", std::to_string(q.dim));
-        require(q.len > 0, "q", "at least one token", "0");
-        require(k.batch == q.batch && k.heads == q.heads && k.dim == d && k.len > 0, "k",
-                "shape " + shape(q.batch, q.heads, k.len > 0 ? k.len : 1, d) + " (q's batch and heads, d, ≥ 1 token)",
-                shape(k.batch, k.heads, k.len, k.dim));
-        require(v.batch == q.batch && v.heads == q.heads && v.len == k.len && v.dim > 0, "v",
-                "shape " + shape(q.batch, q.heads, k.len, v.dim > 0 ? v.dim : 1) + " (k's batch, heads and length)",
-                shape(v.batch, v.heads, v.len, v.dim));
-        require(out.batch == q.batch && out.heads == q.heads && out.len == q.len && out.dim == v.dim, out_name,
-                "shape " + shape(q.batch, q.heads, q.len, v.dim), shape(out.batch, out.heads, out.len, out.dim));
-        require(!o.causal || q.len == k.len, "k",
-                "length equal to q's length " + std::to_string(q.len) + " (causal attention)", std::to_string(k.len));
-        require(o.input_scale > 0 && o.input_scale < HUGE_VAL, "input_scale", "a finite positive value",
-                std::to_string(o.input_scale));
-        require(o.eps > 0 && o.eps < HUGE_VAL, "eps", "a finite positive value", std::to_string(o.eps));
-        const char* names[] = {"q", "k", "v"};
-        const strided_view<const T> in[] = {q, k, v};
-        for (int i = 0; i < 3 && written; ++i)
-            require(!detail::views_may_overlap(out, in[i]), out_name, std::string("memory disjoint from ") + names[i],
-                    "an overlapping view");
-        if (o.key_lengths && q.batch > 0) {  // B values copied back once to be checked
-            std::vector<index_t> lens(static_cast<std::size_t>(q.batch));
-            sys.to_host(lens.data(), o.key_lengths, q.batch);
-            for (index_t b = 0; b < q.batch; ++b)
-                require(lens[std::size_t(b)] >= 1 && lens[std::size_t(b)] <= k.len, "key_lengths",
-                        "values in [1, " + std::to_string(k.len) + "]",
-                        std::to_string(lens[std::size_t(b)]) + " at batch entry " + std::to_string(b));
-        }
-        if (o.cu_seqlens) {  // documents + 1 offsets copied back once to be checked
-            require(q.batch == 1, "q", "batch 1 with packed documents (cu_seqlens)", std::to_string(q.batch));
-            require(q.len == k.len, "k", "q's length " + std::to_string(q.len) + " with packed documents",
-                    std::to_string(k.len));
-            require(!o.key_lengths, "key_lengths", "nullptr with packed documents (cu_seqlens)", "a pointer");
-            require(o.documents >= 1 && o.documents <= q.len, "documents",
-                    "a count in [1, " + std::to_string(q.len) + "]", std::to_string(o.documents));
-            offsets.resize(std::size_t(o.documents + 1));
-            sys.to_host(offsets.data(), o.cu_seqlens, o.documents + 1);
-            require(offsets.front() == 0 && offsets.back() == q.len, "cu_seqlens",
-                    "offsets from 0 to the packed length " + std::to_string(q.len),
-                    std::to_string(offsets.front()) + " … " + std::to_string(offsets.back()));
-            for (std::size_t i = 1; i < offsets.size(); ++i)
-                require(offsets[i] > offsets[i - 1], "cu_seqlens", "strictly increasing offsets",
-                        std::to_string(offsets[i]) + " after " + std::to_string(offsets[i - 1]) + " at index " +
-                            std::to_string(i));
-        }
-        return geometry_of<Map>(params.head_dim(), params.num_features(), q.batch, q.heads, q.len, k.len, v.dim,
-                                o.causal, o.key_lengths);
     }
 };
 

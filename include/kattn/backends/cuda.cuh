@@ -1,13 +1,14 @@
 // kattn/backends/cuda.cuh — the CUDA backend: the chunked algorithm on a GPU (nvcc only).
 //
 //   kattn::backends::cuda          = chunked<cuda_system>
-//   kattn::backends::cuda_system{stream, float_math}
+//   kattn::backends::cuda_system{stream, float_math, allocator}
 //
 // cuda_system supplies the chunked backend's primitives (chunked/system.hpp) on one CUDA
-// stream: scratch from cudaMallocAsync / cudaFreeAsync (stream-ordered), one grid-stride
-// kernel per functor, cublasGemmStridedBatchedEx for every product (float: TF32 tensor
-// cores by default, float_gemm::fp32 for exact FP32; double: FP64), cudaMemcpyAsync for
-// the host API's copies. No atomics and no float scans: the same call on the same GPU
+// stream: scratch from cudaMallocAsync / cudaFreeAsync (stream-ordered) or from the
+// caller's workspace_allocator, one grid-stride kernel per functor,
+// cublasGemmStridedBatchedEx for every product (float: TF32 tensor cores by default,
+// float_gemm::bf16 / fp16 for the 16-bit tensor cores, float_gemm::fp32 for exact FP32,
+// all with FP32 accumulation; double: FP64), cudaMemcpyAsync for the host API's copies. No atomics and no float scans: the same call on the same GPU
 // gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
 // Operators (linear_attention<Map, S, backends::cuda, T>) run on the default stream with
 // TF32; the device-resident call takes a cuda_system object with its own stream and
@@ -37,38 +38,51 @@ inline void cublas_check(cublasStatus_t s, const char* what) {
         throw kattn::error(std::string("kattn: cuBLAS: ") + what + ": " + cublasGetStatusString(s));
 }
 
-/// Device scratch of n elements, allocated and freed in stream order.
+/// Device scratch of n elements, allocated and freed in stream order: cudaMallocAsync, or
+/// the caller's allocator when one is set.
 template <class W>
 class cuda_buffer {
 public:
-    cuda_buffer(index_t n, cudaStream_t s) : stream_(s) {
-        if (n > 0)
-            cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&p_), static_cast<std::size_t>(n) * sizeof(W), s),
-                       "cudaMallocAsync");
+    cuda_buffer(index_t n, cudaStream_t s, const backends::workspace_allocator& a = {})
+        : stream_(s), alloc_(a), bytes_(n > 0 ? static_cast<std::size_t>(n) * sizeof(W) : 0) {
+        if (bytes_ == 0) return;
+        if (alloc_)
+            p_ = static_cast<W*>(workspace_allocate(alloc_, bytes_, static_cast<void*>(s)));
+        else
+            cuda_check(cudaMallocAsync(reinterpret_cast<void**>(&p_), bytes_, s), "cudaMallocAsync");
     }
-    cuda_buffer(cuda_buffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), stream_(o.stream_) {}
+    cuda_buffer(cuda_buffer&& o) noexcept
+        : p_(std::exchange(o.p_, nullptr)), stream_(o.stream_), alloc_(o.alloc_), bytes_(o.bytes_) {}
     cuda_buffer& operator=(cuda_buffer&& o) noexcept {
         std::swap(p_, o.p_);
         std::swap(stream_, o.stream_);
+        std::swap(alloc_, o.alloc_);
+        std::swap(bytes_, o.bytes_);
         return *this;
     }
     cuda_buffer(const cuda_buffer&) = delete;
     cuda_buffer& operator=(const cuda_buffer&) = delete;
     ~cuda_buffer() {
-        if (p_) cudaFreeAsync(p_, stream_);
+        if (!p_) return;
+        if (alloc_)
+            alloc_.deallocate(alloc_.context, p_, bytes_, static_cast<void*>(stream_));
+        else
+            cudaFreeAsync(p_, stream_);
     }
     W* data() const { return p_; }
 
 private:
     W* p_ = nullptr;
     cudaStream_t stream_ = nullptr;
+    backends::workspace_allocator alloc_;
+    std::size_t bytes_ = 0;
 };
 
 /// A device copy of n host elements.
 template <class T>
 class cuda_mirror {
 public:
-    cuda_mirror(const T* host, index_t n, cudaStream_t s) : buf_(n, s) {
+    cuda_mirror(const T* host, index_t n, cudaStream_t s, const backends::workspace_allocator& a) : buf_(n, s, a) {
         if (n > 0 && host)
             cuda_check(
                 cudaMemcpyAsync(buf_.data(), host, static_cast<std::size_t>(n) * sizeof(T), cudaMemcpyHostToDevice, s),
@@ -114,21 +128,20 @@ inline int cublas_int(index_t v, const char* what) {
 
 namespace kattn::backends {
 
-/// Precision of float matrix products: TF32 tensor cores (inputs rounded to 10-bit
-/// mantissas, FP32 accumulation) or exact FP32.
-enum class float_gemm { tf32, fp32 };
-
 struct cuda_system {
     static constexpr const char* name = "cuda";
     template <class W>
     using buffer = detail::cuda_buffer<W>;
 
     cudaStream_t stream = nullptr;
+    /// Tensor-core format of float products (float_gemm: tf32, bf16, fp16; fp32 exact).
     float_gemm float_math = float_gemm::tf32;
+    /// Scratch memory from the caller (backends/workspace.hpp), or cudaMallocAsync.
+    workspace_allocator allocator{};
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
-        return buffer<W>(n, stream);
+        return buffer<W>(n, stream, allocator);
     }
 
     template <class Fn>
@@ -151,9 +164,7 @@ struct cuda_system {
         detail::cublas_check(cublasSetStream(h, stream), "cublasSetStream");
         const W alpha = 1, beta = accumulate ? 1 : 0;
         const cudaDataType_t type = std::is_same_v<W, float> ? CUDA_R_32F : CUDA_R_64F;
-        const cublasComputeType_t compute = std::is_same_v<W, double>        ? CUBLAS_COMPUTE_64F
-                                            : float_math == float_gemm::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                                                             : CUBLAS_COMPUTE_32F;
+        const cublasComputeType_t compute = std::is_same_v<W, double> ? CUBLAS_COMPUTE_64F : float_compute();
         detail::cublas_check(
             cublasGemmStridedBatchedEx(
                 h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, detail::cublas_int(N, "N"),
@@ -165,7 +176,23 @@ struct cuda_system {
 
     template <class T>
     detail::cuda_mirror<T> mirror(const T* host, index_t n) const {
-        return detail::cuda_mirror<T>(host, n, stream);
+        return detail::cuda_mirror<T>(host, n, stream, allocator);
+    }
+
+    /// cuBLAS's compute type for float_math: FP32 accumulation with inputs converted to
+    /// TF32, BF16 or FP16 inside the tensor-core kernel, or exact FP32.
+    cublasComputeType_t float_compute() const {
+        switch (float_math) {
+            case float_gemm::tf32:
+                return CUBLAS_COMPUTE_32F_FAST_TF32;
+            case float_gemm::bf16:
+                return CUBLAS_COMPUTE_32F_FAST_16BF;
+            case float_gemm::fp16:
+                return CUBLAS_COMPUTE_32F_FAST_16F;
+            case float_gemm::fp32:
+                break;
+        }
+        return CUBLAS_COMPUTE_32F;
     }
 
     /// Copies n device elements to the host once the stream's work is done.

@@ -1,5 +1,5 @@
-// kattn/backends/chunked/system.hpp — what a chunked backend runs on: the system concept
-// and the host system.
+// kattn/backends/chunked/system.hpp — what a chunked backend runs on: the system concept,
+// the host system, the precision of float products, and the sizing system.
 //
 // A system is the handful of primitives the chunked algorithm (chunked/forward.hpp) needs,
 // as members of an object that may carry a stream:
@@ -14,17 +14,30 @@
 // plus `static constexpr const char* name`. host_system runs everything on the calling
 // process's OpenMP threads: every output element is computed by one thread in a fixed
 // order, so results are bitwise independent of the thread count. CUDA: backends/cuda.cuh.
+//
+// Both systems take their scratch from a caller's workspace_allocator when one is set
+// (backends/workspace.hpp), and round the inputs of float products as float_gemm says:
+// on a GPU the tensor cores do it; host_system emulates the rounding (each input rounded
+// to nearest, products and sums in float), which is how the error of the 16-bit and TF32
+// products is measured on any machine. sizing_system runs the algorithm without doing
+// anything but count its scratch bytes (chunked<S>::device_workspace_bytes).
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <concepts>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../../core/config.hpp"
 #include "../problem.hpp"
+#include "../workspace.hpp"
 
 namespace kattn::detail {
 struct system_probe_fn {
@@ -41,6 +54,12 @@ struct copy_into {
 }  // namespace kattn::detail
 
 namespace kattn::backends {
+
+/// Precision of float matrix products (the inputs of every product are rounded to it;
+/// accumulation is always FP32): exact FP32, TF32 (10-bit mantissa, FP32 range), BF16
+/// (7-bit mantissa, FP32 range) or FP16 (10-bit mantissa, largest finite 65504: a φ or
+/// value beyond it becomes infinite). Double products are always FP64.
+enum class float_gemm { tf32, fp32, bf16, fp16 };
 
 /// The primitives of a chunked backend's system (see the file comment).
 template <class S>
@@ -62,18 +81,78 @@ concept chunked_system = requires(const S& s, const float* a, float* c, const do
 namespace kattn::detail {
 
 /// Host scratch memory, filled with NaN: an algorithm that reads an element it never
-/// wrote shows it in every test instead of reading a convenient zero.
+/// wrote shows it in every test instead of reading a convenient zero. From the caller's
+/// allocator when one is set, else from the heap (aligned like a workspace request).
 template <class W>
 class host_buffer {
 public:
-    explicit host_buffer(index_t n)
-        : v_(static_cast<std::size_t>(std::max<index_t>(n, 0)), std::numeric_limits<W>::quiet_NaN()) {}
-    W* data() { return v_.data(); }
-    const W* data() const { return v_.data(); }
+    explicit host_buffer(index_t n, const backends::workspace_allocator& a = {})
+        : n_(static_cast<std::size_t>(std::max<index_t>(n, 0))), alloc_(a) {
+        if (n_ == 0) return;
+        p_ = static_cast<W*>(alloc_ ? workspace_allocate(alloc_, bytes(), nullptr)
+                                    : ::operator new(bytes(), std::align_val_t(backends::workspace_alignment)));
+        std::uninitialized_fill(p_, p_ + n_, std::numeric_limits<W>::quiet_NaN());
+    }
+    host_buffer(host_buffer&& o) noexcept
+        : p_(std::exchange(o.p_, nullptr)), n_(std::exchange(o.n_, 0)), alloc_(o.alloc_) {}
+    host_buffer& operator=(host_buffer&& o) noexcept {
+        std::swap(p_, o.p_);
+        std::swap(n_, o.n_);
+        std::swap(alloc_, o.alloc_);
+        return *this;
+    }
+    host_buffer(const host_buffer&) = delete;
+    host_buffer& operator=(const host_buffer&) = delete;
+    ~host_buffer() {
+        if (!p_) return;
+        if (alloc_)
+            alloc_.deallocate(alloc_.context, p_, bytes(), nullptr);
+        else
+            ::operator delete(p_, std::align_val_t(backends::workspace_alignment));
+    }
+    W* data() const { return p_; }
 
 private:
-    std::vector<W> v_;
+    std::size_t bytes() const { return n_ * sizeof(W); }
+    W* p_ = nullptr;
+    std::size_t n_ = 0;
+    backends::workspace_allocator alloc_;
 };
+
+/// x rounded to nearest (ties to even) at `bits` mantissa bits, as a float; fp16 also
+/// overflows to ±∞ beyond 65504 and flushes below its subnormal range like the format.
+inline float round_mantissa(float x, int bits) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    if ((u & 0x7f800000u) == 0x7f800000u) return x;  // ±∞, NaN
+    const int drop = 23 - bits;
+    const std::uint32_t half = 1u << (drop - 1), lsb = (u >> drop) & 1u;
+    u = (u + half - 1 + lsb) & ~((1u << drop) - 1u);
+    float r;
+    std::memcpy(&r, &u, sizeof r);
+    return r;
+}
+
+inline float round_to(backends::float_gemm p, float x) {
+    switch (p) {
+        case backends::float_gemm::tf32:
+            return round_mantissa(x, 10);
+        case backends::float_gemm::bf16:
+            return round_mantissa(x, 7);
+        case backends::float_gemm::fp16: {
+            const float a = std::fabs(x);
+            if (!(a < 65520.f)) return a == a ? std::copysign(std::numeric_limits<float>::infinity(), x) : x;
+            if (a < 6.103515625e-05f) {  // fp16 subnormals: a fixed step of 2^-24
+                const float step = 5.9604644775390625e-08f;
+                return std::nearbyint(x / step) * step;
+            }
+            return round_mantissa(x, 10);
+        }
+        case backends::float_gemm::fp32:
+            break;
+    }
+    return x;
+}
 
 /// A host "mirror": the host pointer itself.
 template <class T>
@@ -90,12 +169,20 @@ namespace kattn::backends {
 /// test the CUDA system's algorithm on any machine; simd is the fast CPU backend.
 struct host_system {
     static constexpr const char* name = "chunked-host";
+    /// mirror() hands out the host pointer itself: it allocates nothing.
+    static constexpr bool mirror_copies = false;
     template <class W>
     using buffer = detail::host_buffer<W>;
 
+    /// The rounding of float products' inputs (exact by default; the others emulate a
+    /// GPU's tensor-core formats).
+    float_gemm float_math = float_gemm::fp32;
+    /// Scratch memory from the caller (backends/workspace.hpp), or the heap when empty.
+    workspace_allocator allocator{};
+
     template <class W>
     buffer<W> make_buffer(index_t n) const {
-        return buffer<W>(n);
+        return buffer<W>(n, allocator);
     }
 
     template <class Fn>
@@ -104,10 +191,18 @@ struct host_system {
         for (index_t i = 0; i < n; ++i) fn(i);
     }
 
-    /// Row-major batched product; each C entry is one dot product in k order.
+    /// Row-major batched product; each C entry is one dot product in k order, its inputs
+    /// rounded as float_math says (float only).
     template <class W>
     void gemm(bool ta, bool tb, index_t M, index_t N, index_t K, const W* A, index_t lda, index_t sA, const W* B,
               index_t ldb, index_t sB, W* C, index_t ldc, index_t sC, index_t batch, bool accumulate = false) const {
+        const bool round = std::is_same_v<W, float> && float_math != float_gemm::fp32;
+        const auto in = [&](W x) {
+            if constexpr (std::is_same_v<W, float>)
+                return round ? detail::round_to(float_math, x) : x;
+            else
+                return x;
+        };
 #pragma omp parallel for schedule(static)
         for (index_t r = 0; r < batch * M; ++r) {
             const index_t i = r / M, m = r % M;
@@ -117,7 +212,7 @@ struct host_system {
             for (index_t n = 0; n < N; ++n) {
                 W acc = W(0);
                 for (index_t k = 0; k < K; ++k)
-                    acc += (ta ? a[k * lda + m] : a[m * lda + k]) * (tb ? b[n * ldb + k] : b[k * ldb + n]);
+                    acc += in(ta ? a[k * lda + m] : a[m * lda + k]) * in(tb ? b[n * ldb + k] : b[k * ldb + n]);
                 c[n] = accumulate ? c[n] + acc : acc;
             }
         }
@@ -134,3 +229,83 @@ struct host_system {
 };
 
 }  // namespace kattn::backends
+
+namespace kattn::detail {
+
+/// Bytes a sizing_system's buffers hold now, and at most, each rounded to whole
+/// workspace_alignment units.
+struct workspace_tally {
+    std::size_t live = 0, peak = 0;
+};
+
+/// A buffer that holds no memory, only its rounded byte count in the tally.
+template <class W>
+class sizing_buffer {
+public:
+    sizing_buffer(index_t n, workspace_tally* t)
+        : t_(t), bytes_(n > 0 ? backends::workspace_round(static_cast<std::size_t>(n) * sizeof(W)) : 0) {
+        t_->live += bytes_;
+        t_->peak = std::max(t_->peak, t_->live);
+    }
+    sizing_buffer(sizing_buffer&& o) noexcept : t_(o.t_), bytes_(std::exchange(o.bytes_, 0)) {}
+    sizing_buffer& operator=(sizing_buffer&& o) noexcept {
+        std::swap(t_, o.t_);
+        std::swap(bytes_, o.bytes_);
+        return *this;
+    }
+    sizing_buffer(const sizing_buffer&) = delete;
+    sizing_buffer& operator=(const sizing_buffer&) = delete;
+    ~sizing_buffer() { t_->live -= bytes_; }
+    W* data() const { return nullptr; }
+
+private:
+    workspace_tally* t_;
+    std::size_t bytes_;
+};
+
+/// A mirror that counts the copy's bytes; get() is the host pointer (never dereferenced).
+template <class T>
+struct sizing_mirror {
+    sizing_buffer<T> buf;
+    const T* p;
+    const T* get() const { return p; }
+};
+
+/// Whether S's mirror() allocates a copy (a capability with a default: true unless S
+/// says `static constexpr bool mirror_copies = false`).
+template <class S>
+constexpr bool mirror_copies() {
+    if constexpr (requires { S::mirror_copies; })
+        return S::mirror_copies;
+    else
+        return true;
+}
+
+/// A system that runs nothing: it counts the scratch a chunked algorithm allocates, in the
+/// order it allocates and frees it. Functors and products are never called, so no pointer
+/// it hands out is dereferenced.
+struct sizing_system {
+    static constexpr const char* name = "sizing";
+    template <class W>
+    using buffer = sizing_buffer<W>;
+    workspace_tally* tally;
+    bool count_mirrors = true;  ///< the sized system's mirror() allocates
+
+    template <class W>
+    buffer<W> make_buffer(index_t n) const {
+        return buffer<W>(n, tally);
+    }
+    template <class Fn>
+    void launch(index_t, const Fn&) const {}
+    template <class W>
+    void gemm(bool, bool, index_t, index_t, index_t, const W*, index_t, index_t, const W*, index_t, index_t, W*,
+              index_t, index_t, index_t, bool = false) const {}
+    template <class T>
+    sizing_mirror<T> mirror(const T* p, index_t n) const {
+        return {sizing_buffer<T>(count_mirrors ? n : 0, tally), p};
+    }
+    template <class T>
+    void to_host(T*, const T*, index_t) const {}
+};
+
+}  // namespace kattn::detail
