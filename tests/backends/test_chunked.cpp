@@ -1,5 +1,6 @@
 // chunked backend: agreement with the reference oracle for every map × {non-causal,
-// causal} × {all keys, padded} (L = 1, 7, 150: one token, one partial chunk, 64 + 64 + 22),
+// causal} × {all keys, padded} (L = 1, 7, 150: one token, one partial chunk, 64 + 64 + 22)
+// and every map × packed documents (1 to 136 tokens each),
 // features(), q_len ≠ k_len, the device-resident call on [B, H, L, d], [B, L, H, d] and
 // interleaved views (same bits as the operator), a 1,000-token causal sequence,
 // causal safety of the stabiliser, bitwise run-to-run (and on the host, thread-count)
@@ -142,8 +143,10 @@ TEST_CASE("chunked backend: non-causal attention with q_len != k_len and key len
                   attn<features::favor, float, backends::reference>(fc).features(xf)) < float_tol);
 }
 
-TEST_CASE_TEMPLATE("chunked backend: packed documents run natively and equal the reference's, one document at a time",
-                   Map, features::favor, features::trig, features::elu, features::softmax_features) {
+TEST_CASE_TEMPLATE_DEFINE(
+    "chunked backend: packed documents run natively and equal the reference's, one document at a "
+    "time",
+    Map, kt_chunked_packed_every_map) {
     static_assert(execution_backend_traits<chunked_backend>::packs_sequences);
     // Documents of 1, 63, 1, 85 (a tail chunk of 21), 64 (exactly one chunk) and 136 tokens.
     const std::vector<index_t> cu{0, 1, 64, 65, 150, 214, 350};
@@ -181,6 +184,7 @@ TEST_CASE_TEMPLATE("chunked backend: packed documents run natively and equal the
         CHECK(others_same);
     }
 }
+TEST_CASE_TEMPLATE_APPLY(kt_chunked_packed_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
 
 TEST_CASE("chunked backend: packed documents through the device-resident call (cu_seqlens in system memory)") {
     const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 21};

@@ -324,3 +324,50 @@ TEST_CASE("chunked backend: a failing, misaligned or half-set allocator is named
               (void)backend::device_workspace_bytes(plain, params, backends::device_pass::step, 1, H, 2, 1, dv);
           }).find("decoding step") != std::string::npos);
 }
+
+TEST_CASE_TEMPLATE("chunked backend: more rows than one row block (65,536) equal the reference, with exact scratch",
+                   Map, kattn::features::favor, kattn::features::elu) {
+    // B1 H2 L40,000: 80,000 query and key rows, so φ is built, and the VJPs run, in a
+    // block of 65,536 rows and a tail of 14,464; dΩ and db accumulate over both.
+    using namespace kt_chunked_ws;
+    const index_t H = 2, L = 40000, d = 8, dv = 5;
+    const auto cfg = kt::case_config<Map>();
+    const kt::attn<Map, double, backends::reference> ref(cfg);
+    const kt::attn<Map, double, backend> op(cfg);
+    const auto q = kt::randn<double, 4>({1, 2, 40000, 8}, 1, 0.5), k = kt::randn<double, 4>({1, 2, 40000, 8}, 2, 0.5);
+    const auto v = kt::randn<double, 4>({1, 2, 40000, 5}, 3), G = kt::randn<double, 4>({1, 2, 40000, 5}, 4);
+    for (bool causal : {false, true}) {
+        INFO("causal=", causal);
+        const auto r = causal ? ref(q, k, v, kattn::causal) : ref(q, k, v);
+        CHECK(kt::rel_err(causal ? op(q, k, v, kattn::causal) : op(q, k, v), r) < 1e-10);
+        const auto gr = causal ? ref.backward(q, k, v, G, kattn::causal) : ref.backward(q, k, v, G);
+        const auto gc = causal ? op.backward(q, k, v, G, kattn::causal) : op.backward(q, k, v, G);
+        CHECK(kt::rel_err(gc.dq, gr.dq) < 1e-10);
+        CHECK(kt::rel_err(gc.dk, gr.dk) < 1e-10);
+        CHECK(kt::rel_err(gc.dv, gr.dv) < 1e-10);
+        CHECK(kt::rel_err(gc.d_omega, gr.d_omega) < 1e-10);
+        if (gr.d_bias.size()) CHECK(kt::rel_err(gc.d_bias, gr.d_bias) < 1e-10);
+        // The device-resident backward's scratch, counted by the allocator, is the query's.
+        const system_t plain = plain_system();
+        const backends::device_parameters<Map, double, system_t> params(plain, op.spectral());
+        const auto host = [](const xt::xtensor<double, 4>& x) { return std::vector<double>(x.begin(), x.end()); };
+        const device_copy<double> qs(plain, host(q)), ks(plain, host(k)), vs(plain, host(v)), Gs(plain, host(G));
+        device_copy<double> dq(plain, index_t(q.size())), dk(plain, index_t(k.size())), dvv(plain, index_t(v.size()));
+        device_copy<double> dom(plain, index_t(gr.d_omega.size()));
+        const auto in = [&](const device_copy<double>& x, index_t dim) {
+            return backends::head_major<const double>(x.buf.data(), 1, H, L, dim);
+        };
+        const backends::device_options o{causal, nullptr, double(op.input_scale()), 1e-6};
+        counting_pool pool;
+        system_t hooked = plain;
+        hooked.allocator = pool.hook();
+        backend::device_backward(
+            hooked, params, in(qs, d), in(ks, d), in(vs, dv), in(Gs, dv),
+            backends::head_major(dq.buf.data(), 1, H, L, d), backends::head_major(dk.buf.data(), 1, H, L, d),
+            backends::head_major(dvv.buf.data(), 1, H, L, dv), dom.buf.data(), static_cast<double*>(nullptr), o);
+        CHECK(kt::rel_err(dom.host(plain), gr.d_omega) < 1e-10);
+        CHECK(pool.live == 0);
+        CHECK(pool.peak == backend::device_workspace_bytes(plain, params, backends::device_pass::backward, 1, H, L, L,
+                                                           dv, o, false));
+    }
+}

@@ -8,8 +8,9 @@
 //                D_b = Φ_Q,bᵀ·ñf_b and its exclusive suffix T_b = D_{b+1} + e^{E_b − E_{b+1}}·T_{b+1}
 //                in reverse block order; dΦ_K,b = M_bᵀ·Φ_Q,b + (kw ⊙ [V, 1]_b)·T_bᵀ;
 //                dV_b = kw ⊙ (Φ_K,b·T_b) + K_bᵀ·ñ_b
-// then the maps' row VJPs (dφ → du, dx, db per row), dx += du·Ωᵀ, dΩ = Σ X_rowsᵀ·dU_rows
-// and db = Σ_rows db_row as products (queries, then keys). Every sum has a fixed order.
+// then, per row block of up to 65,536 rows (queries, then keys), X and U = X·Ω recomputed
+// as in the forward, the maps' row VJPs (dφ → du, dx, db per row), dx += du·Ωᵀ, and
+// dΩ += X_blockᵀ·dU_block, db += 1ᵀ·dB_block as products. Every sum has a fixed order.
 #pragma once
 
 #include "forward.hpp"
@@ -121,33 +122,35 @@ struct vjp_rows {
     geometry g;
     index_t Lp, L;
     bool keys;
-    const W* X;
+    const W* X;  ///< the row block's scaled inputs and projections
     const W* U;
-    const W* phi;
+    const W* phi;  ///< every row's φ, shift and dφ
     const W* shift;
     const W* dphi;
-    W* dU;
+    W* dU;  ///< the row block's outputs
     W* dX;
-    W* dB;    ///< rows × m, or nullptr
-    W* work;  ///< rows × Map::workspace(m)
-    KATTN_HD void operator()(index_t r) const {
-        const index_t p = r / Lp, tok = g.token(r % Lp, L), ws = Map::workspace(g.m);
-        W* du = dU + r * g.P;
-        W* dx = dX + r * g.d;
-        W* db = dB ? dB + r * g.m : nullptr;
-        W* wk = work + r * ws;
-        for (index_t i = 0; i < g.P; ++i) du[i] = W(0);
-        for (index_t i = 0; i < g.d; ++i) dx[i] = W(0);
+    W* dB;    ///< block rows × m, or nullptr
+    W* work;  ///< block rows × Map::workspace(m)
+    index_t first = 0;
+    KATTN_HD void operator()(index_t i) const {
+        const index_t r = first + i, p = r / Lp, tok = g.token(r % Lp, L), ws = Map::workspace(g.m);
+        W* du = dU + i * g.P;
+        W* dx = dX + i * g.d;
+        W* db = dB ? dB + i * g.m : nullptr;
+        W* wk = work + i * ws;
+        for (index_t c = 0; c < g.P; ++c) du[c] = W(0);
+        for (index_t c = 0; c < g.d; ++c) dx[c] = W(0);
         if (db)
-            for (index_t i = 0; i < g.m; ++i) db[i] = W(0);
-        for (index_t i = 0; i < ws; ++i) wk[i] = W(0);
+            for (index_t c = 0; c < g.m; ++c) db[c] = W(0);
+        for (index_t c = 0; c < ws; ++c) wk[c] = W(0);
         if (tok < 0 || (keys && tok >= g.keys(p))) return;
-        Map::template activate_vjp<scalar_ops>(s.params, g.d, g.m, X + r * g.d, U + r * g.P, s.bias, shift[r],
+        Map::template activate_vjp<scalar_ops>(s.params, g.d, g.m, X + i * g.d, U + i * g.P, s.bias, shift[r],
                                                phi + r * g.F, dphi + r * g.F, du, dx, db, wk);
     }
 };
 
-/// dst(b, h, token) = scale·dX[r] for every padded row r = p·Lp + l that holds a token.
+/// dst(b, h, token) = scale·dX[i] for every padded row r = first + i = p·Lp + l of a row
+/// block that holds a token.
 template <class T, class W>
 struct scatter_rows {
     geometry g;
@@ -155,12 +158,13 @@ struct scatter_rows {
     index_t Lp;
     W scale;
     const W* dX;
-    KATTN_HD void operator()(index_t r) const {
-        const index_t p = r / Lp, tok = g.token(r % Lp, dst.len);
+    index_t first = 0;
+    KATTN_HD void operator()(index_t i) const {
+        const index_t r = first + i, p = r / Lp, tok = g.token(r % Lp, dst.len);
         if (tok < 0) return;
         T* out = dst.row(p / g.heads, p % g.heads, tok);
-        const W* src = dX + r * dst.dim;
-        for (index_t i = 0; i < dst.dim; ++i) out[i] = static_cast<T>(scale * src[i]);
+        const W* src = dX + i * dst.dim;
+        for (index_t c = 0; c < dst.dim; ++c) out[c] = static_cast<T>(scale * src[c]);
     }
 };
 
@@ -187,7 +191,7 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
               const backends::strided_view<const T>& v, const backends::strided_view<const T>& dout,
               const gradient_views<T, W>& out, W scale, W eps) {
     if (g.problems == 0) return;
-    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale, true);
+    forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
     const index_t F = g.F, dv1 = g.dv1, n = g.problems, qr = n * g.Lqp, kr = n * g.Lkp;
     const W* phq = fp.fq.phi.data();
     const W* phk = fp.fk.phi.data();
@@ -236,38 +240,47 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         sys.launch(kr, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), Vi.data(), out.dv});
     }
 
-    // The maps' VJPs, dx += du·Ωᵀ, then dΩ and db as products over every row.
+    // Only φ, the shifts and dφ are read from here on: the rest goes back first.
+    for (auto* b : {&fp.R, &fp.E, &fp.Cq, &fp.V1w, &fp.V1, &fp.A, &fp.O, &fp.K, &fp.Oa, &Nt, &Nf, &D, &Pk})
+        *b = sys.template make_buffer<W>(0);
+
+    // The maps' VJPs per row block (X and U recomputed as in the forward), dx += du·Ωᵀ,
+    // and dΩ += Xᵀ·dU, db += 1ᵀ·dB accumulated block by block: queries, then keys.
     const index_t ws = Map::workspace(g.m), m = Map::uses_bias ? g.m : 0;
-    auto vjp = [&](const feature_block<System, W>& fb, const W* dphi, index_t Lp, index_t L, bool keys,
-                   const backends::strided_view<T>& dst) {
+    const bool want_bias = out.d_bias && m > 0;
+    const index_t blk = std::min(std::max(qr, kr), row_block);
+    auto X = sys.template make_buffer<W>(blk * g.d);
+    auto U = sys.template make_buffer<W>(blk * g.P);
+    auto dU = sys.template make_buffer<W>(blk * g.P);
+    auto dB = sys.template make_buffer<W>(blk * m);
+    auto dX = sys.template make_buffer<W>(blk * g.d);
+    auto work = sys.template make_buffer<W>(blk * ws);
+    auto ones = sys.template make_buffer<W>(want_bias ? blk : 0);
+    if (want_bias) sys.launch(blk, fill_value<W>{ones.data(), W(1)});
+    bool first_block = true;
+    const auto vjp = [&](const backends::strided_view<const T>& x, const feature_block<System, W>& fb, const W* dphi,
+                         index_t Lp, index_t L, bool keys, const backends::strided_view<T>& dst) {
         const index_t rows = n * Lp;
-        struct result {
-            typename System::template buffer<W> dU, dB;
-        } res{sys.template make_buffer<W>(rows * g.P), sys.template make_buffer<W>(rows * m)};
-        auto dX = sys.template make_buffer<W>(rows * g.d);
-        auto work = sys.template make_buffer<W>(rows * ws);
-        sys.launch(rows, vjp_rows<Map, W>{sp, g, Lp, L, keys, fb.X.data(), fb.U.data(), fb.phi.data(), fb.shift.data(),
-                                          dphi, res.dU.data(), dX.data(), m ? res.dB.data() : nullptr, work.data()});
-        sys.gemm(false, true, rows, g.d, g.P, res.dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
-                 true);
-        sys.launch(rows, scatter_rows<T, W>{g, dst, Lp, scale, dX.data()});
-        return res;
+        for (index_t r0 = 0; r0 < rows; r0 += blk) {
+            const index_t nr = std::min(blk, rows - r0);
+            sys.launch(nr, gather_rows<T, W>{g, x, Lp, scale, X.data(), r0});
+            project_rows(sys, sp, g, X.data(), U.data(), nr);
+            sys.launch(nr, vjp_rows<Map, W>{sp, g, Lp, L, keys, X.data(), U.data(), fb.phi.data(), fb.shift.data(),
+                                            dphi, dU.data(), dX.data(), m ? dB.data() : nullptr, work.data(), r0});
+            sys.gemm(false, true, nr, g.d, g.P, dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
+                     true);
+            sys.launch(nr, scatter_rows<T, W>{g, dst, Lp, scale, dX.data(), r0});
+            if (out.d_omega)
+                sys.gemm(true, false, g.d, g.P, nr, X.data(), g.d, 0, dU.data(), g.P, 0, out.d_omega, g.P, 0,
+                         index_t(1), !first_block);
+            if (want_bias)
+                sys.gemm(false, false, 1, m, nr, ones.data(), nr, 0, dB.data(), m, 0, out.d_bias, m, 0, index_t(1),
+                         !first_block);
+            first_block = false;
+        }
     };
-    const auto rq = vjp(fp.fq, dPhq.data(), g.Lqp, g.Lq, false, out.dq);
-    const auto rk = vjp(fp.fk, dPhk.data(), g.Lkp, g.Lk, true, out.dk);
-    if (out.d_omega) {
-        sys.gemm(true, false, g.d, g.P, qr, fp.fq.X.data(), g.d, 0, rq.dU.data(), g.P, 0, out.d_omega, g.P, 0,
-                 index_t(1));
-        sys.gemm(true, false, g.d, g.P, kr, fp.fk.X.data(), g.d, 0, rk.dU.data(), g.P, 0, out.d_omega, g.P, 0,
-                 index_t(1), true);
-    }
-    if (out.d_bias && m > 0) {
-        const index_t rows = qr > kr ? qr : kr;
-        auto ones = sys.template make_buffer<W>(rows);
-        sys.launch(rows, fill_value<W>{ones.data(), W(1)});
-        sys.gemm(false, false, 1, m, qr, ones.data(), qr, 0, rq.dB.data(), m, 0, out.d_bias, m, 0, index_t(1));
-        sys.gemm(false, false, 1, m, kr, ones.data(), kr, 0, rk.dB.data(), m, 0, out.d_bias, m, 0, index_t(1), true);
-    }
+    vjp(q, fp.fq, dPhq.data(), g.Lqp, g.Lq, false, out.dq);
+    vjp(k, fp.fk, dPhk.data(), g.Lkp, g.Lk, true, out.dk);
 }
 
 }  // namespace kattn::detail::chunked_impl

@@ -1,7 +1,8 @@
 // kattn/backends/chunked/forward.hpp — the chunked forward pass over a system's primitives.
 //
 // Per head (problem), with φ at each row's own stabiliser shift and key shifts c_j:
-//   projections   U = (s·X)·Ω for all query rows, then all key rows: one GEMM each
+//   projections   U = (s·X)·Ω for the query rows, then the key rows: one GEMM per row
+//                 block of up to 65,536 rows (X and U exist for one block at a time)
 //   features      φ and the shifts, one functor call per row (the maps' row functions)
 //   references    the running maximum R of the key shifts (a blocked scan of exact maxima),
 //                 block references E_b and query references C_i
@@ -29,26 +30,35 @@ using work_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 namespace kattn::detail::chunked_impl {
 
-/// φ of one side's rows, their stabiliser shifts, and (kept for a backward pass) the
-/// scaled inputs X and projections U = X·Ω, all in system memory.
+/// φ of one side's rows and their stabiliser shifts, in system memory.
 template <class System, class W>
 struct feature_block {
-    typename System::template buffer<W> phi, shift, X, U;
+    typename System::template buffer<W> phi, shift;
 };
 
-/// φ (and the stabiliser shifts) of every row of x, padded to Lp rows per problem.
+/// U = X·Ω for the nr rows of a row block (X, U: nr × d, nr × P).
+template <class Map, class W, class System>
+void project_rows(const System& sys, const spectral<Map, W>& sp, const geometry& g, const W* X, W* U, index_t nr) {
+    sys.gemm(false, false, nr, g.P, g.d, X, g.d, 0, sp.omega, g.P, 0, U, g.P, 0, index_t(1));
+}
+
+/// φ (and the stabiliser shifts) of every row of x, padded to Lp rows per problem, built
+/// in row blocks: gather X, project U = X·Ω, activate (X and U exist for one block).
 template <class Map, class W, class System, class T>
 feature_block<System, W> row_features(const System& sys, const spectral<Map, W>& sp, const geometry& g,
                                       const backends::strided_view<const T>& x, index_t Lp, bool keys, bool stabilise,
                                       W scale) {
-    const index_t rows = g.problems * Lp;
-    feature_block<System, W> out{sys.template make_buffer<W>(rows * g.F), sys.template make_buffer<W>(rows),
-                                 sys.template make_buffer<W>(rows * g.d), sys.template make_buffer<W>(rows * g.P)};
-    W* X = out.X.data();
-    W* U = out.U.data();
-    sys.launch(rows, gather_rows<T, W>{g, x, Lp, scale, X});
-    sys.gemm(false, false, rows, g.P, g.d, X, g.d, 0, sp.omega, g.P, 0, U, g.P, 0, index_t(1));
-    sys.launch(rows, activate_rows<Map, W>{sp, g, Lp, x.len, keys, stabilise, X, U, out.phi.data(), out.shift.data()});
+    const index_t rows = g.problems * Lp, blk = std::min(rows, row_block);
+    feature_block<System, W> out{sys.template make_buffer<W>(rows * g.F), sys.template make_buffer<W>(rows)};
+    auto X = sys.template make_buffer<W>(blk * g.d);
+    auto U = sys.template make_buffer<W>(blk * g.P);
+    for (index_t r0 = 0; r0 < rows; r0 += blk) {
+        const index_t nr = std::min(blk, rows - r0);
+        sys.launch(nr, gather_rows<T, W>{g, x, Lp, scale, X.data(), r0});
+        project_rows(sys, sp, g, X.data(), U.data(), nr);
+        sys.launch(nr, activate_rows<Map, W>{sp, g, Lp, x.len, keys, stabilise, X.data(), U.data(), out.phi.data(),
+                                             out.shift.data(), r0});
+    }
     return out;
 }
 
@@ -63,12 +73,10 @@ struct forward_pass {
     buffer R, E, Cq, V1w, V1, A, O, K, Oa;
 
     /// Runs everything up to O (and, causal, K and Oa). A: the block states; causal: their
-    /// exclusive prefixes X_b. K: the masked, weighted intra-chunk scores. The scaled inputs
-    /// and projections (fq.X, fq.U, fk.X, fk.U) are kept only when keep_inputs (a backward
-    /// pass needs them); otherwise they are released as soon as φ exists.
+    /// exclusive prefixes X_b. K: the masked, weighted intra-chunk scores.
     template <class T>
     forward_pass(const System& sys, const spectral<Map, W>& sp, const geometry& g, const view<T>& q, const view<T>& k,
-                 const view<T>& v, W scale, bool keep_inputs)
+                 const view<T>& v, W scale)
         : fq(row_features<Map, W>(sys, sp, g, q, g.Lqp, false, true, scale)),
           fk(row_features<Map, W>(sys, sp, g, k, g.Lkp, true, true, scale)),
           R(sys.template make_buffer<W>(g.problems * g.Lkp)),
@@ -80,11 +88,6 @@ struct forward_pass {
           O(sys.template make_buffer<W>(g.problems * g.Lqp * g.dv1)),
           K(sys.template make_buffer<W>(g.causal ? g.problems * g.Lqp * chunk : 0)),
           Oa(sys.template make_buffer<W>(g.causal ? g.problems * g.Lqp * g.dv1 : 0)) {
-        if (!keep_inputs)
-            for (auto* fb : {&fq, &fk}) {
-                fb->X = sys.template make_buffer<W>(0);
-                fb->U = sys.template make_buffer<W>(0);
-            }
         const index_t F = g.F, dv1 = g.dv1, n = g.problems;
         const W* phq = fq.phi.data();
         const W* phk = fk.phi.data();
@@ -125,7 +128,7 @@ void forward(const System& sys, const spectral<Map, W>& sp, const geometry& g, c
              const backends::strided_view<const T>& k, const backends::strided_view<const T>& v,
              const backends::strided_view<T>& out, W scale, W eps) {
     if (g.problems == 0 || g.Lq == 0) return;
-    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale, false);
+    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
     sys.launch(g.problems * g.Lqp, emit_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr,
                                                         fp.E.data(), fp.Cq.data(), out});
 }

@@ -22,6 +22,11 @@ namespace kattn::detail::chunked_impl {
 /// Tokens per causal chunk, and per block of the running-maximum scan.
 inline constexpr index_t chunk = 64;
 
+/// Rows whose scaled inputs X and projections U = X·Ω exist at once: φ is built, and the
+/// maps' VJPs run, in row blocks of this size, so X and U never span a whole sequence
+/// (each block's projection is still one large product).
+inline constexpr index_t row_block = index_t(1) << 16;
+
 /// Extents of one call. Lqp, Lkp: lengths padded to whole chunks when causal or packed.
 /// Packed documents: every document starts a new chunk, so chunks never cross documents;
 /// the chunk tables (system memory, nb entries shared by every head) say where each chunk's
@@ -64,7 +69,8 @@ struct spectral {
     map_params_t<Map> params{};
 };
 
-/// X[r] = scale · x(b, h, token) for row r = p·Lp + l (zeros for padding rows).
+/// X[i] = scale · x(b, h, token) for row r = first + i = p·Lp + l (zeros for padding
+/// rows): X holds the rows of one row block.
 template <class T, class W>
 struct gather_rows {
     geometry g;
@@ -72,21 +78,22 @@ struct gather_rows {
     index_t Lp;
     W scale;
     W* X;
-    KATTN_HD void operator()(index_t r) const {
-        const index_t p = r / Lp, d = x.dim, tok = g.token(r % Lp, x.len);
-        W* dst = X + r * d;
+    index_t first = 0;
+    KATTN_HD void operator()(index_t i) const {
+        const index_t r = first + i, p = r / Lp, d = x.dim, tok = g.token(r % Lp, x.len);
+        W* dst = X + i * d;
         if (tok < 0) {
-            for (index_t i = 0; i < d; ++i) dst[i] = W(0);
+            for (index_t c = 0; c < d; ++c) dst[c] = W(0);
             return;
         }
         const T* src = x.row(p / g.heads, p % g.heads, tok);
-        for (index_t i = 0; i < d; ++i) dst[i] = scale * static_cast<W>(src[i]);
+        for (index_t c = 0; c < d; ++c) dst[c] = scale * static_cast<W>(src[c]);
     }
 };
 
-/// φ of row r from its scaled input X[r] and projection U[r] = X[r]·Ω, with the row's own
-/// stabiliser shift when `stabilise`. Rows l ≥ L (and, for keys, l ≥ the valid keys) are
-/// zero, with shift −∞ for keys.
+/// φ of row r = first + i from its scaled input X[i] and projection U[i] = X[i]·Ω (X and
+/// U: one row block), with the row's own stabiliser shift when `stabilise`. Rows l ≥ L
+/// (and, for keys, l ≥ the valid keys) are zero, with shift −∞ for keys.
 template <class Map, class W>
 struct activate_rows {
     spectral<Map, W> s;
@@ -97,16 +104,17 @@ struct activate_rows {
     const W* U;
     W* phi;
     W* shift;  ///< or nullptr
-    KATTN_HD void operator()(index_t r) const {
-        const index_t p = r / Lp, l = r % Lp, tok = g.token(l, L);
+    index_t first = 0;
+    KATTN_HD void operator()(index_t i) const {
+        const index_t r = first + i, p = r / Lp, l = r % Lp, tok = g.token(l, L);
         W* ph = phi + r * g.F;
         if (tok < 0 || (keys && tok >= g.keys(p))) {
             for (index_t f = 0; f < g.F; ++f) ph[f] = W(0);
             if (shift) shift[r] = keys ? neg_inf<W>() : W(0);
             return;
         }
-        const W* x = X + r * g.d;
-        const W* u = U + r * g.P;
+        const W* x = X + i * g.d;
+        const W* u = U + i * g.P;
         W c = W(0);
         if constexpr (Map::has_stabiliser)
             if (stabilise) c = Map::template row_shift<scalar_ops>(s.params, g.d, g.m, x, u, s.bias);

@@ -1,0 +1,87 @@
+// bench/chunked_scratch.cpp — the scratch memory of the chunked (CUDA) backend's calls,
+// exactly, on any machine.
+//
+// For bench_cuda's shapes (favor, B1 H8 d64 m256, L = 1k … 256k; FLA's shapes with elu
+// and m = d) prints the peak bytes a device-resident forward and backward hold at once
+// (chunked<S>::device_workspace_bytes: the call's own sequence of allocations, counted,
+// each rounded to 256 bytes), in MiB and as a multiple of one float input tensor
+// (q: B·H·L·d floats). Nothing runs on a GPU: the figures are those of cuda_system (its
+// per-call copies of packed tables are counted; none here), for float data.
+//
+//   chunked_scratch [--json FILE]
+//
+// JSON: {records: [{map, causal, pass, batch, heads, L, d, m, workspace_bytes, input_bytes}]}.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <kattn/attention/linear_attention.hpp>
+#include <kattn/backends/chunked.hpp>
+#include <kattn/features/elu.hpp>
+#include <kattn/features/favor.hpp>
+#include <kattn/samplers/identity.hpp>
+#include <kattn/samplers/orthogonal_gaussian.hpp>
+
+namespace {
+
+namespace kb = kattn::backends;
+using kattn::index_t;
+
+/// host_system that allocates a copy for mirror(), as cuda_system does: the sizes below
+/// are those of a GPU call.
+struct gpu_like_system : kb::host_system {
+    static constexpr bool mirror_copies = true;
+};
+
+template <class Map, class Sampler>
+void measure(const char* map, index_t B, index_t H, index_t L, index_t d, index_t m, nlohmann::json& out) {
+    const kattn::attention_config cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
+    const kattn::linear_attention<Map, Sampler, kb::chunked<kb::host_system>, float> op(cfg);
+    const gpu_like_system sys{};
+    const kb::device_parameters<Map, float, gpu_like_system> params(sys, op.spectral());
+    const double input = double(B * H * L * d) * sizeof(float);
+    for (bool causal : {false, true})
+        for (auto pass : {kb::device_pass::forward, kb::device_pass::backward}) {
+            const kb::device_options o{causal, nullptr, double(op.input_scale()), 1e-6};
+            const std::size_t bytes =
+                kb::chunked<gpu_like_system>::device_workspace_bytes(sys, params, pass, B, H, L, L, d, o, false);
+            const char* pname = pass == kb::device_pass::forward ? "forward" : "backward";
+            std::printf("%-6s %-7s %-8s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.1f MiB %6.1f x q\n", map,
+                        causal ? "causal" : "full", pname, long(B), long(H), long(L), long(d), long(m),
+                        double(bytes) / (1 << 20), double(bytes) / input);
+            out.push_back({{"map", map},
+                           {"causal", causal},
+                           {"pass", pname},
+                           {"batch", B},
+                           {"heads", H},
+                           {"L", L},
+                           {"d", d},
+                           {"m", m},
+                           {"workspace_bytes", bytes},
+                           {"input_bytes", input}});
+        }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"scratch memory of the chunked backend's device-resident calls"};
+    std::string json;
+    app.add_option("--json", json, "write the records here");
+    CLI11_PARSE(app, argc, argv);
+    nlohmann::json records = nlohmann::json::array();
+    for (index_t L : {1024, 4096, 16384, 65536, 262144})
+        measure<kattn::features::favor, kattn::samplers::orthogonal_gaussian>("favor", 1, 8, L, 64, 256, records);
+    const index_t fla[3][4] = {{1, 8192, 96, 128}, {4, 4096, 64, 128}, {8, 1024, 8, 64}};
+    for (const auto& s : fla)
+        measure<kattn::features::elu, kattn::samplers::identity>("elu", s[0], s[2], s[1], s[3], s[3], records);
+    if (!json.empty()) {
+        std::ofstream(json) << nlohmann::json{{"benchmark", "chunked_scratch"}, {"records", records}}.dump(1) << "\n";
+        std::printf("wrote %s\n", json.c_str());
+    }
+    return 0;
+}
