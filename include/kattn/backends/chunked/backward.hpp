@@ -201,6 +201,8 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
     auto Nf = sys.template make_buffer<W>(qr * dv1);
     sys.launch(qr, cotangent_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr, fp.E.data(),
                                              fp.Cq.data(), dout, Nt.data(), Nf.data()});
+    // The numerators and the running maxima are not read again.
+    for (auto* b : {&fp.O, &fp.Oa, &fp.R}) *b = sys.template make_buffer<W>(0);
     auto dPhq = sys.template make_buffer<W>(qr * F);
     auto dPhk = sys.template make_buffer<W>(kr * F);
     auto D = sys.template make_buffer<W>(n * g.nb * F * dv1);
@@ -241,7 +243,7 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
     }
 
     // Only φ, the shifts and dφ are read from here on: the rest goes back first.
-    for (auto* b : {&fp.R, &fp.E, &fp.Cq, &fp.V1w, &fp.V1, &fp.A, &fp.O, &fp.K, &fp.Oa, &Nt, &Nf, &D, &Pk})
+    for (auto* b : {&fp.E, &fp.Cq, &fp.V1w, &fp.V1, &fp.A, &fp.K, &Nt, &Nf, &D, &Pk})
         *b = sys.template make_buffer<W>(0);
 
     // The maps' VJPs per row block (X and U recomputed as in the forward), dx += du·Ωᵀ,
