@@ -150,7 +150,9 @@ struct chunked {
         std::vector<index_t> offsets;
         const auto g = detail::chunked_impl::check_call<Map>(sys, params.head_dim(), params.num_features(), q, k, v,
                                                              out, o, offsets);
-        run_forward<Map, W>(sys, params.view(), g, offsets, q, k, v, out, o);
+        with_tables(sys, g, offsets, [&](const detail::chunked_impl::geometry& gt) {
+            detail::chunked_impl::forward<Map, W>(sys, params.view(), gt, q, k, v, out, W(o.input_scale), W(o.eps));
+        });
     }
 
     /// Backward on strided views of system memory: dq, dk, dv have the shapes of q, k, v;
@@ -176,16 +178,19 @@ struct chunked {
         const strided_view<T> gs[] = {dq, dk, dv};
         for (int a = 0; a < 3; ++a) {
             for (int i = 0; i < 4; ++i)
-                if (detail::views_may_overlap(gs[a], in[i]))
-                    throw kattn::error(std::string("kattn: argument '") + gnames[a] +
-                                       "': expected memory disjoint from " + names[i] + ", got an overlapping view");
+                detail::chunked_impl::require_arg(!detail::views_may_overlap(gs[a], in[i]), gnames[a],
+                                                  std::string("memory disjoint from ") + names[i],
+                                                  "an overlapping view");
             for (int b = 0; b < a; ++b)
-                if (detail::views_may_overlap(gs[a], gs[b]))
-                    throw kattn::error(std::string("kattn: argument '") + gnames[a] +
-                                       "': expected memory disjoint from " + gnames[b] + ", got an overlapping view");
+                detail::chunked_impl::require_arg(!detail::views_may_overlap(gs[a], gs[b]), gnames[a],
+                                                  std::string("memory disjoint from ") + gnames[b],
+                                                  "an overlapping view");
         }
-        run_backward<Map, W>(sys, params.view(), g, offsets, q, k, v, dout,
-                             detail::chunked_impl::gradient_views<T, W>{dq, dk, dv, d_omega, d_bias}, o);
+        with_tables(sys, g, offsets, [&](const detail::chunked_impl::geometry& gt) {
+            detail::chunked_impl::backward<Map, W>(
+                sys, params.view(), gt, q, k, v, dout,
+                detail::chunked_impl::gradient_views<T, W>{dq, dk, dv, d_omega, d_bias}, W(o.input_scale), W(o.eps));
+        });
     }
 
     /// The peak scratch bytes a device-resident call of `pass` holds at once on `sys`
@@ -208,8 +213,7 @@ struct chunked {
         if (pass == device_pass::step) {
             ci::require_arg(q_len == 1 && k_len == 1, "q_len, k_len", "1 for a decoding step",
                             std::to_string(q_len) + ", " + std::to_string(k_len));
-            ci::require_arg(!o.causal && !o.key_lengths && !o.cu_seqlens, "options",
-                            "no causal flag, key lengths or documents for a decoding step", "one");
+            ci::check_step_options(o);
         }
         std::vector<index_t> offsets;
         const auto g = ci::check_extents<Map>(sys, params.head_dim(), params.num_features(), batch, heads, q_len, k_len,
@@ -223,20 +227,21 @@ struct chunked {
         const strided_view<const W> q = rows(q_len, params.head_dim()), k = rows(k_len, params.head_dim()),
                                     v = rows(k_len, value_dim);
         const auto sp = params.view();
+        const W scale = W(o.input_scale), eps = W(o.eps);
         if (pass == device_pass::forward) {
-            run_forward<Map, W>(sizing, sp, g, offsets, q, k, v, out, o);
+            with_tables(sizing, g, offsets,
+                        [&](const ci::geometry& gt) { ci::forward<Map, W>(sizing, sp, gt, q, k, v, out, scale, eps); });
         } else if (pass == device_pass::backward) {
             // Non-null parameter-gradient pointers select the products that write them; the
             // sizing system never dereferences them.
             W slot{};
-            run_backward<Map, W>(
-                sizing, sp, g, offsets, q, k, v, strided_view<const W>(rows(q_len, value_dim)),
-                ci::gradient_views<W, W>{rows(q_len, params.head_dim()), rows(k_len, params.head_dim()),
-                                         rows(k_len, value_dim), &slot, with_bias_gradient ? &slot : nullptr},
-                o);
+            const ci::gradient_views<W, W> grads{rows(q_len, params.head_dim()), rows(k_len, params.head_dim()),
+                                                 rows(k_len, value_dim), &slot, with_bias_gradient ? &slot : nullptr};
+            with_tables(sizing, g, offsets, [&](const ci::geometry& gt) {
+                ci::backward<Map, W>(sizing, sp, gt, q, k, v, strided_view<const W>(out), grads, scale, eps);
+            });
         } else {
-            const recurrent_state_view state{};
-            ci::step<Map, W>(sizing, sp, g, state, q, k, v, out, W(o.input_scale), o.eps);
+            ci::step<Map, W>(sizing, sp, g, recurrent_state_view{}, q, k, v, out, scale, o.eps);
         }
         return tally.peak;
     }
@@ -272,23 +277,15 @@ struct chunked {
     /// (tensor cores on a GPU), intermediates in float, the output rounded to bf16.
     template <class Map>
     static bool forward_bf16(const attention_problem<Map, float>& pb, const bf16_forward_io& io) {
-        if (pb.cu_seqlens) return false;  // packed documents: the float path
         System sys{};
         if constexpr (requires { sys.float_math = float_gemm::bf16; }) sys.float_math = float_gemm::bf16;
-        const device_parameters<Map, float, System> dp(sys, pb.spec);
-        const index_t B = pb.problems / pb.heads, H = pb.heads, d = pb.spec.d, Lq = pb.q_len, Lk = pb.k_len, dv = pb.dv;
-        const auto q = sys.mirror(io.q, pb.problems * Lq * d);
-        const auto k = sys.mirror(io.k, pb.problems * Lk * d);
-        const auto v = sys.mirror(io.v, pb.problems * Lk * dv);
-        const auto lens = sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0);
-        const auto g = detail::chunked_impl::geometry_of<Map>(d, pb.spec.m, B, H, Lq, Lk, dv, pb.causal,
-                                                              pb.key_lengths ? lens.get() : nullptr);
-        auto o = sys.template make_buffer<bf16>(pb.problems * Lq * dv);
-        detail::chunked_impl::forward<Map, float>(sys, dp.view(), g, head_major(q.get(), B, H, Lq, d),
-                                                  head_major(k.get(), B, H, Lk, d), head_major(v.get(), B, H, Lk, dv),
-                                                  head_major(o.data(), B, H, Lq, dv), float(pb.input_scale),
+        const staged_problem<Map, float, bf16> st(pb, sys, io.q, io.k, io.v);
+        const index_t n = pb.problems * pb.q_len * pb.dv;
+        auto o = st.sys.template make_buffer<bf16>(n);
+        detail::chunked_impl::forward<Map, float>(st.sys, st.dp.view(), st.g, st.q(), st.k(), st.v(),
+                                                  st.rows(o.data(), pb.q_len, pb.dv), float(pb.input_scale),
                                                   float(pb.eps));
-        sys.to_host(io.out, o.data(), pb.problems * Lq * dv);
+        st.sys.to_host(io.out, o.data(), n);
         return true;
     }
 
@@ -357,10 +354,7 @@ struct chunked {
         static_assert(std::is_same_v<W, work_t<T>>,
                       "kattn: device_step: the parameters' precision W must be work_t<T> (double for double "
                       "inputs, float otherwise)");
-        if (o.causal || o.key_lengths || o.cu_seqlens)
-            throw kattn::error(
-                "kattn: argument 'options': expected no causal flag, key lengths or documents for a "
-                "decoding step (it is causal by construction), got one");
+        detail::chunked_impl::check_step_options(o);
         std::vector<index_t> none;
         const auto g =
             detail::chunked_impl::check_call<Map>(sys, params.head_dim(), params.num_features(), q, k, v, out, o, none);
@@ -373,62 +367,51 @@ struct chunked {
     }
 
 private:
-    /// A checked forward call on any system (the sizing system included): packed tables,
-    /// then the algorithm.
-    template <class Map, class W, class Sys, class T>
-    static void run_forward(const Sys& sys, const detail::chunked_impl::spectral<Map, W>& sp,
-                            detail::chunked_impl::geometry g, const std::vector<index_t>& offsets,
-                            const strided_view<const T>& q, const strided_view<const T>& k,
-                            const strided_view<const T>& v, const strided_view<T>& out, const device_options& o) {
+    /// fn(g) with g pointing at the chunk tables of packed documents when `offsets` (read
+    /// back by the checks) has any, built on sys (any system, the sizing one included) for
+    /// the length of the call.
+    template <class Sys, class Fn>
+    static void with_tables(const Sys& sys, detail::chunked_impl::geometry g, const std::vector<index_t>& offsets,
+                            Fn&& fn) {
         std::optional<detail::packed_chunk_tables<Sys>> tables;
         if (!offsets.empty()) {
             tables.emplace(sys, offsets.data(), index_t(offsets.size()) - 1);
             tables->apply(g);
         }
-        detail::chunked_impl::forward<Map, W>(sys, sp, g, q, k, v, out, W(o.input_scale), W(o.eps));
-    }
-
-    /// A checked backward call on any system (see run_forward).
-    template <class Map, class W, class Sys, class T>
-    static void run_backward(const Sys& sys, const detail::chunked_impl::spectral<Map, W>& sp,
-                             detail::chunked_impl::geometry g, const std::vector<index_t>& offsets,
-                             const strided_view<const T>& q, const strided_view<const T>& k,
-                             const strided_view<const T>& v, const strided_view<const T>& dout,
-                             const detail::chunked_impl::gradient_views<T, W>& grads, const device_options& o) {
-        std::optional<detail::packed_chunk_tables<Sys>> tables;
-        if (!offsets.empty()) {
-            tables.emplace(sys, offsets.data(), index_t(offsets.size()) - 1);
-            tables->apply(g);
-        }
-        detail::chunked_impl::backward<Map, W>(sys, sp, g, q, k, v, dout, grads, W(o.input_scale), W(o.eps));
+        fn(g);
     }
 
     template <class X>
     using mirror_of = decltype(std::declval<const System&>().mirror(std::declval<const X*>(), index_t(0)));
 
-    /// An operator's problem staged on the system once: default system, parameters, q, k,
-    /// v and key lengths mirrored, the geometry, and (packed documents) the chunk tables.
-    template <class Map, class T>
+    /// An operator's problem staged on a system once: the system, parameters, q, k, v (of In:
+    /// T, or bf16 for the bf16-tensor forward) and key lengths mirrored, the geometry, and
+    /// (packed documents) the chunk tables.
+    template <class Map, class T, class In = T>
     struct staged_problem {
-        const System sys{};
+        const System sys;
         const device_parameters<Map, work_t<T>, System> dp;
         const index_t B, H, d, Lq, Lk, dv;
-        const mirror_of<T> qm, km, vm;
+        const mirror_of<In> qm, km, vm;
         const mirror_of<index_t> lens;
         std::optional<detail::packed_chunk_tables<System>> tables;
         detail::chunked_impl::geometry g;
 
-        explicit staged_problem(const attention_problem<Map, T>& pb)
-            : dp(sys, pb.spec),
+        explicit staged_problem(const attention_problem<Map, T>& pb) requires std::is_same_v<In, T>
+            : staged_problem(pb, System{}, pb.q, pb.k, pb.v) {}
+
+        staged_problem(const attention_problem<Map, T>& pb, const System& s, const In* q, const In* k, const In* v)
+            : sys(s),
+              dp(sys, pb.spec),
               B(pb.problems / pb.heads),
               H(pb.heads),
               d(pb.spec.d),
               Lq(pb.q_len),
               Lk(pb.k_len),
               dv(pb.dv),
-              qm(sys.mirror(pb.q, pb.problems * Lq * d)),
-              km(sys.mirror(pb.k, pb.problems * Lk * d)),
-              vm(sys.mirror(pb.v, pb.problems * Lk * dv)),
+              qm(sys.mirror(q, pb.problems * Lq * d)),
+              km(sys.mirror(k, pb.problems * Lk * d)),
+              vm(sys.mirror(v, pb.problems * Lk * dv)),
               lens(sys.mirror(pb.key_lengths, pb.key_lengths ? B : 0)),
               g(detail::chunked_impl::geometry_of<Map>(pb.spec.d, pb.spec.m, B, H, Lq, Lk, dv, pb.causal,
                                                        pb.key_lengths ? lens.get() : nullptr)) {
@@ -442,9 +425,9 @@ private:
         strided_view<X> rows(X* p, index_t len, index_t width) const {
             return head_major(p, B, H, len, width);
         }
-        strided_view<const T> q() const { return rows(qm.get(), Lq, d); }
-        strided_view<const T> k() const { return rows(km.get(), Lk, d); }
-        strided_view<const T> v() const { return rows(vm.get(), Lk, dv); }
+        strided_view<const In> q() const { return rows(qm.get(), Lq, d); }
+        strided_view<const In> k() const { return rows(km.get(), Lk, d); }
+        strided_view<const In> v() const { return rows(vm.get(), Lk, dv); }
     };
 
     /// A writable system copy of n host elements.

@@ -109,6 +109,13 @@ geometry check_extents(const System& sys, index_t d, index_t m, index_t B, index
     return geometry_of<Map>(d, m, B, H, Lq, Lk, dv, o.causal, o.key_lengths);
 }
 
+/// A decoding step takes no causal flag, key lengths or documents (it is causal by
+/// construction).
+inline void check_step_options(const backends::device_options& o) {
+    require_arg(!o.causal && !o.key_lengths && !o.cu_seqlens, "options",
+                "no causal flag, key lengths or documents for a decoding step (it is causal by construction)", "one");
+}
+
 /// The checks of a call on views: well-formed views, shapes against the parameters' d and
 /// each other, `out` (when `written`) disjoint from the inputs, then check_extents.
 template <class Map, class System, class T, class U>
