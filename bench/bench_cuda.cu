@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -96,10 +97,7 @@ options parse(int argc, char** argv) {
 }
 
 void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "bench_cuda: %s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
+    if (e != cudaSuccess) throw std::runtime_error(std::string("bench_cuda: ") + what + ": " + cudaGetErrorString(e));
 }
 
 /// Median seconds of `repeats` calls of f after one warm-up, timed with events on stream 0.
@@ -126,7 +124,41 @@ double time_median(long repeats, F&& f) {
     return t[t.size() / 2];
 }
 
-/// cuBLAS TFLOP/s on n × n × n with the given data and compute types.
+/// Device buffers of one benchmark case, freed when the case ends (also by an exception).
+struct device_allocations {
+    std::vector<void*> held;
+    device_allocations() = default;
+    device_allocations(const device_allocations&) = delete;
+    device_allocations& operator=(const device_allocations&) = delete;
+    ~device_allocations() {
+        for (void* p : held) cudaFree(p);
+    }
+    template <class T>
+    T* get(std::size_t count, const char* what) {
+        void* p = nullptr;
+        check(cudaMalloc(&p, count * sizeof(T)), what);
+        held.push_back(p);
+        return static_cast<T*>(p);
+    }
+};
+
+/// Fills n device elements of T with a cheap hash of (seed, i) scaled to about ±sd.
+template <class T>
+struct hash_fill {
+    T* p;
+    std::uint64_t seed;
+    float sd;
+    __device__ void operator()(index_t i) const {
+        std::uint64_t z = (seed + 1) * 0x9E3779B97F4A7C15ull + std::uint64_t(i) * 0xBF58476D1CE4E5B9ull;
+        z ^= z >> 31;
+        z *= 0x94D049BB133111EBull;
+        z ^= z >> 29;
+        const float u = float(z >> 40) / float(1ull << 24);  // [0, 1)
+        p[i] = static_cast<T>(sd * (2.f * u - 1.f));
+    }
+};
+
+/// cuBLAS TFLOP/s on n × n × n with the given data and compute types, on random operands.
 double gemm_ceiling(cudaDataType_t type, std::size_t elem, cublasComputeType_t compute, long repeats) {
     const int n = 8192;
     void *A, *B, *C;
@@ -134,15 +166,25 @@ double gemm_ceiling(cudaDataType_t type, std::size_t elem, cublasComputeType_t c
     check(cudaMalloc(&A, bytes), "cudaMalloc");
     check(cudaMalloc(&B, bytes), "cudaMalloc");
     check(cudaMalloc(&C, std::size_t(n) * n * 4), "cudaMalloc");
-    check(cudaMemset(A, 0, bytes), "cudaMemset");
-    check(cudaMemset(B, 0, bytes), "cudaMemset");
+    // Random operands, not zeros: products of zeros run faster than real data.
+    const kb::cuda_system sys{nullptr};
+    const index_t count = index_t(n) * n;
+    if (type == CUDA_R_16BF) {
+        sys.launch(count, hash_fill<__nv_bfloat16>{static_cast<__nv_bfloat16*>(A), 11, 1.f});
+        sys.launch(count, hash_fill<__nv_bfloat16>{static_cast<__nv_bfloat16*>(B), 12, 1.f});
+    } else {
+        sys.launch(count, hash_fill<float>{static_cast<float*>(A), 11, 1.f});
+        sys.launch(count, hash_fill<float>{static_cast<float*>(B), 12, 1.f});
+    }
+    check(cudaDeviceSynchronize(), "operand fill");
     const cublasHandle_t h = kattn::detail::cublas_handle();
     cublasSetStream(h, nullptr);
     const float alpha = 1, beta = 0;
     const cudaDataType_t ctype = type == CUDA_R_16BF ? CUDA_R_32F : type;
     const double s = time_median(repeats, [&] {
-        cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, A, type, n, B, type, n, &beta, C, ctype, n, compute,
-                     CUBLAS_GEMM_DEFAULT);
+        if (cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, A, type, n, B, type, n, &beta, C, ctype, n,
+                         compute, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+            throw std::runtime_error("bench_cuda: cublasGemmEx (ceiling) failed");
     });
     cudaFree(A);
     cudaFree(B);
@@ -186,22 +228,6 @@ struct record {
     std::size_t peak_bytes = 0, workspace_bytes = 0;
 };
 
-/// Fills n device elements of T with a cheap hash of (seed, i) scaled to about ±sd.
-template <class T>
-struct hash_fill {
-    T* p;
-    std::uint64_t seed;
-    float sd;
-    __device__ void operator()(index_t i) const {
-        std::uint64_t z = (seed + 1) * 0x9E3779B97F4A7C15ull + std::uint64_t(i) * 0xBF58476D1CE4E5B9ull;
-        z ^= z >> 31;
-        z *= 0x94D049BB133111EBull;
-        z ^= z >> 29;
-        const float u = float(z >> 40) / float(1ull << 24);  // [0, 1)
-        p[i] = static_cast<T>(sd * (2.f * u - 1.f));
-    }
-};
-
 template <class Map, class Sampler, class T>
 void run_case(const options& o, const char* map, const char* precision, long B, long H, long L, long d, long m,
               bool causal, kb::float_gemm products, double ceiling, double copy_gbps, const cudaDeviceProp& prop,
@@ -214,14 +240,13 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     const index_t n = B * H * L * d;
     cudaMemPool_t pool;
     check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
+    device_allocations mem;  // freed on every exit, an exception's included
     std::vector<T*> bufs(7);
-    for (auto& p : bufs) check(cudaMalloc(&p, std::size_t(n) * sizeof(T)), "cudaMalloc (inputs)");
+    for (auto& p : bufs) p = mem.get<T>(std::size_t(n), "cudaMalloc (inputs)");
     for (int i = 0; i < 4; ++i) sys.launch(n, hash_fill<T>{bufs[std::size_t(i)], std::uint64_t(i), i < 2 ? 0.5f : 1.f});
     T *q = bufs[0], *k = bufs[1], *v = bufs[2], *dout = bufs[3], *dq = bufs[4], *dk = bufs[5], *dv = bufs[6];
-    T* outp = nullptr;
-    check(cudaMalloc(&outp, std::size_t(n) * sizeof(T)), "cudaMalloc (out)");
-    W* dom = nullptr;
-    check(cudaMalloc(&dom, std::size_t(d * op.omega().shape()[1]) * sizeof(W)), "cudaMalloc (dΩ)");
+    T* outp = mem.get<T>(std::size_t(n), "cudaMalloc (out)");
+    W* dom = mem.get<W>(std::size_t(d * op.omega().shape()[1]), "cudaMalloc (dΩ)");
     const kb::device_options opt{causal, nullptr, double(op.input_scale()), 1e-6};
     const auto cv = [&](const T* p) { return kb::head_major<const T>(p, B, H, L, d); };
     const auto mv = [&](T* p) { return kb::head_major<T>(p, B, H, L, d); };
@@ -261,10 +286,30 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
             map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.tflops,
             100 * r.tflops / ceiling, r.gbps, double(r.peak_bytes) / (1 << 20), double(r.workspace_bytes) / (1 << 20));
     }
-    for (auto p : bufs) cudaFree(p);
-    cudaFree(outp);
-    cudaFree(dom);
     (void)prop;
+}
+
+// Writes the JSON file; called after every case, so a run stopped by a time limit keeps
+// what it measured ("complete": false until the last case is done).
+void write_json(const options& o, const cudaDeviceProp& prop, double tf32, double bf16, double fp32, double copy,
+                const std::vector<record>& res, bool complete) {
+    if (o.json.empty()) return;
+    std::ofstream js(o.json);
+    js << "{\n  \"benchmark\": \"bench_cuda\",\n  \"device\": \"" << prop.name
+       << "\",\n  \"gemm_tf32_tflops\": " << tf32 << ",\n  \"gemm_bf16_tflops\": " << bf16
+       << ",\n  \"gemm_fp32_tflops\": " << fp32 << ",\n  \"copy_gbps\": " << copy << ",\n  \"results\": [\n";
+    for (std::size_t i = 0; i < res.size(); ++i) {
+        const auto& r = res[i];
+        js << "    {\"op\": \"linear_attention\", \"pass\": \"" << r.op << "\", \"map\": \"" << r.map
+           << "\", \"causal\": " << (r.causal ? "true" : "false") << ", \"precision\": \"" << r.precision
+           << "\", \"batch\": " << r.batch << ", \"heads\": " << r.heads << ", \"L\": " << r.L << ", \"d\": " << r.d
+           << ", \"m\": " << r.m << ", \"seconds\": " << r.seconds << ", \"tflops\": " << r.tflops
+           << ", \"gemm_ceiling_tflops\": " << r.ceiling << ", \"gbps\": " << r.gbps
+           << ", \"copy_gbps\": " << r.copy_gbps << ", \"peak_device_bytes\": " << r.peak_bytes
+           << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"device\": \"" << prop.name << "\"}"
+           << (i + 1 < res.size() ? "," : "") << "\n";
+    }
+    js << "  ],\n  \"complete\": " << (complete ? "true" : "false") << "\n}\n";
 }
 
 }  // namespace
@@ -287,6 +332,18 @@ int main(int argc, char** argv) {
     std::printf("%% column: float rows of the TF32 ceiling (TF32 products), bf16 rows of the BF16 ceiling\n\n");
     std::vector<record> res;
     std::vector<std::string> skipped;
+    write_json(o, prop, tf32, bf16, fp32, copy, res, false);
+    std::vector<std::string> failed;
+    // A case that throws (a kattn::error, cuBLAS or allocation failure) is reported and the
+    // benchmark goes on with the next one.
+    const auto guarded = [&](const std::string& name, auto&& run) {
+        try {
+            run();
+        } catch (const std::exception& e) {
+            std::printf("FAILED %s: %s\n", name.c_str(), e.what());
+            failed.push_back(name + ": " + e.what());
+        }
+    };
     const auto over = [&] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > o.budget;
     };
@@ -298,13 +355,18 @@ int main(int argc, char** argv) {
                     continue;
                 }
                 if (prec == 0)
-                    run_case<kattn::features::favor, kattn::samplers::orthogonal_gaussian, float>(
-                        o, "favor", "float/tf32", 1, o.heads, L, o.d, o.m, causal, kb::float_gemm::tf32, tf32, copy,
-                        prop, res);
+                    guarded("favor L=" + std::to_string(L) + (causal ? " causal" : " full"), [&] {
+                        run_case<kattn::features::favor, kattn::samplers::orthogonal_gaussian, float>(
+                            o, "favor", "float/tf32", 1, o.heads, L, o.d, o.m, causal, kb::float_gemm::tf32, tf32, copy,
+                            prop, res);
+                    });
                 else
-                    run_case<kattn::features::favor, kattn::samplers::orthogonal_gaussian, __nv_bfloat16>(
-                        o, "favor", "bf16/bf16", 1, o.heads, L, o.d, o.m, causal, kb::float_gemm::bf16, bf16, copy,
-                        prop, res);
+                    guarded("favor L=" + std::to_string(L) + (causal ? " causal" : " full"), [&] {
+                        run_case<kattn::features::favor, kattn::samplers::orthogonal_gaussian, __nv_bfloat16>(
+                            o, "favor", "bf16/bf16", 1, o.heads, L, o.d, o.m, causal, kb::float_gemm::bf16, bf16, copy,
+                            prop, res);
+                    });
+                write_json(o, prop, tf32, bf16, fp32, copy, res, false);
             }
     if (o.fla) {
         const long shapes[3][4] = {{1, 8192, 96, 128}, {4, 4096, 64, 128}, {8, 1024, 8, 64}};
@@ -315,34 +377,23 @@ int main(int argc, char** argv) {
                     continue;
                 }
                 if (prec == 0)
-                    run_case<kattn::features::elu, kattn::samplers::identity, float>(
-                        o, "elu", "float/tf32", s[0], s[2], s[1], s[3], s[3], true, kb::float_gemm::tf32, tf32, copy,
-                        prop, res);
+                    guarded("elu B" + std::to_string(s[0]) + " T" + std::to_string(s[1]), [&] {
+                        run_case<kattn::features::elu, kattn::samplers::identity, float>(
+                            o, "elu", "float/tf32", s[0], s[2], s[1], s[3], s[3], true, kb::float_gemm::tf32, tf32, copy,
+                            prop, res);
+                    });
                 else
-                    run_case<kattn::features::elu, kattn::samplers::identity, __nv_bfloat16>(
-                        o, "elu", "bf16/bf16", s[0], s[2], s[1], s[3], s[3], true, kb::float_gemm::bf16, bf16, copy,
-                        prop, res);
+                    guarded("elu B" + std::to_string(s[0]) + " T" + std::to_string(s[1]), [&] {
+                        run_case<kattn::features::elu, kattn::samplers::identity, __nv_bfloat16>(
+                            o, "elu", "bf16/bf16", s[0], s[2], s[1], s[3], s[3], true, kb::float_gemm::bf16, bf16, copy,
+                            prop, res);
+                    });
+                write_json(o, prop, tf32, bf16, fp32, copy, res, false);
             }
     }
     for (const auto& s : skipped) std::printf("skipped (budget %.0f s): %s\n", o.budget, s.c_str());
-    if (!o.json.empty()) {
-        std::ofstream js(o.json);
-        js << "{\n  \"benchmark\": \"bench_cuda\",\n  \"device\": \"" << prop.name
-           << "\",\n  \"gemm_tf32_tflops\": " << tf32 << ",\n  \"gemm_bf16_tflops\": " << bf16
-           << ",\n  \"gemm_fp32_tflops\": " << fp32 << ",\n  \"copy_gbps\": " << copy << ",\n  \"results\": [\n";
-        for (std::size_t i = 0; i < res.size(); ++i) {
-            const auto& r = res[i];
-            js << "    {\"op\": \"linear_attention\", \"pass\": \"" << r.op << "\", \"map\": \"" << r.map
-               << "\", \"causal\": " << (r.causal ? "true" : "false") << ", \"precision\": \"" << r.precision
-               << "\", \"batch\": " << r.batch << ", \"heads\": " << r.heads << ", \"L\": " << r.L << ", \"d\": " << r.d
-               << ", \"m\": " << r.m << ", \"seconds\": " << r.seconds << ", \"tflops\": " << r.tflops
-               << ", \"gemm_ceiling_tflops\": " << r.ceiling << ", \"gbps\": " << r.gbps
-               << ", \"copy_gbps\": " << r.copy_gbps << ", \"peak_device_bytes\": " << r.peak_bytes
-               << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"device\": \"" << prop.name << "\"}"
-               << (i + 1 < res.size() ? "," : "") << "\n";
-        }
-        js << "  ]\n}\n";
-        std::printf("\nwrote %s\n", o.json.c_str());
-    }
-    return 0;
+    for (const auto& f : failed) std::printf("failed: %s\n", f.c_str());
+    write_json(o, prop, tf32, bf16, fp32, copy, res, true);
+    if (!o.json.empty()) std::printf("\nwrote %s\n", o.json.c_str());
+    return failed.empty() ? 0 : 1;
 }
