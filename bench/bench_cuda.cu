@@ -379,8 +379,8 @@ int main(int argc, char** argv) {
                 if (prec == 0)
                     guarded("elu B" + std::to_string(s[0]) + " T" + std::to_string(s[1]), [&] {
                         run_case<kattn::features::elu, kattn::samplers::identity, float>(
-                            o, "elu", "float/tf32", s[0], s[2], s[1], s[3], s[3], true, kb::float_gemm::tf32, tf32, copy,
-                            prop, res);
+                            o, "elu", "float/tf32", s[0], s[2], s[1], s[3], s[3], true, kb::float_gemm::tf32, tf32,
+                            copy, prop, res);
                     });
                 else
                     guarded("elu B" + std::to_string(s[0]) + " T" + std::to_string(s[1]), [&] {
