@@ -2,7 +2,11 @@
 // (built with -Dcuda=enabled; scripts/gpu-check runs it).
 //
 //   bench_cuda [--L 1024,4096,16384,65536,262144] [--heads 8] [--d 64] [--m 256]
-//              [--repeats 5] [--budget 240] [--no-fla] [--json PATH]
+//              [--repeats 5] [--budget 240] [--no-fla] [--no-favor] [--precision float|bf16|all]
+//              [--mask full|causal|all] [--no-ceilings] [--json PATH]
+//
+// The selection options serve profiling (one case under ncu); --no-ceilings skips the
+// ceiling measurements and records them as 0 (the % column is then meaningless).
 //
 // Ceilings, measured first: cuBLAS GEMM TFLOP/s on 8192² (TF32, BF16 inputs with FP32
 // accumulation, exact FP32) and device-to-device copy bandwidth (cudaMemcpyAsync of
@@ -52,7 +56,9 @@ struct options {
     std::vector<long> L{1024, 4096, 16384, 65536, 262144};
     long heads = 8, d = 64, m = 256, repeats = 5;
     double budget = 240;
-    bool fla = true;
+    bool fla = true, favor = true, ceilings = true;
+    bool float_rows = true, bf16_rows = true;  ///< --precision float|bf16|all
+    bool full = true, causal = true;           ///< --mask full|causal|all
     std::string json;
 };
 
@@ -84,12 +90,25 @@ options parse(int argc, char** argv) {
             o.budget = std::stod(next());
         else if (a == "--no-fla")
             o.fla = false;
-        else if (a == "--json")
+        else if (a == "--no-favor")
+            o.favor = false;
+        else if (a == "--no-ceilings")
+            o.ceilings = false;
+        else if (a == "--precision") {
+            const std::string v = next();
+            o.float_rows = v == "float" || v == "all";
+            o.bf16_rows = v == "bf16" || v == "all";
+        } else if (a == "--mask") {
+            const std::string v = next();
+            o.full = v == "full" || v == "all";
+            o.causal = v == "causal" || v == "all";
+        } else if (a == "--json")
             o.json = next();
         else {
             std::fprintf(stderr,
                          "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
-                         "[--budget S] [--no-fla] [--json PATH]\n");
+                         "[--budget S] [--no-fla] [--no-favor] [--precision float|bf16|all] [--mask full|causal|all] "
+                         "[--no-ceilings] [--json PATH]\n");
             std::exit(a == "--help" || a == "-h" ? 0 : 2);
         }
     }
@@ -284,7 +303,8 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
             "%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms %7.1f TFLOP/s %5.1f %% %7.0f GB/s "
             "%8.1f MiB (scratch %.1f MiB)\n",
             map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.tflops,
-            100 * r.tflops / ceiling, r.gbps, double(r.peak_bytes) / (1 << 20), double(r.workspace_bytes) / (1 << 20));
+            ceiling > 0 ? 100 * r.tflops / ceiling : 0.0, r.gbps, double(r.peak_bytes) / (1 << 20),
+            double(r.workspace_bytes) / (1 << 20));
     }
     (void)prop;
 }
@@ -323,10 +343,10 @@ int main(int argc, char** argv) {
         return 1;
     }
     const auto start = std::chrono::steady_clock::now();
-    const double tf32 = gemm_ceiling(CUDA_R_32F, 4, CUBLAS_COMPUTE_32F_FAST_TF32, o.repeats);
-    const double bf16 = gemm_ceiling(CUDA_R_16BF, 2, CUBLAS_COMPUTE_32F, o.repeats);
-    const double fp32 = gemm_ceiling(CUDA_R_32F, 4, CUBLAS_COMPUTE_32F, o.repeats);
-    const double copy = copy_bandwidth(o.repeats);
+    const double tf32 = o.ceilings ? gemm_ceiling(CUDA_R_32F, 4, CUBLAS_COMPUTE_32F_FAST_TF32, o.repeats) : 0;
+    const double bf16 = o.ceilings ? gemm_ceiling(CUDA_R_16BF, 2, CUBLAS_COMPUTE_32F, o.repeats) : 0;
+    const double fp32 = o.ceilings ? gemm_ceiling(CUDA_R_32F, 4, CUBLAS_COMPUTE_32F, o.repeats) : 0;
+    const double copy = o.ceilings ? copy_bandwidth(o.repeats) : 0;
     std::printf("%s (sm_%d%d, %.1f GiB): cuBLAS 8192^3 TF32 %.1f, BF16 %.1f, FP32 %.1f TFLOP/s; D2D copy %.0f GB/s\n",
                 prop.name, prop.major, prop.minor, double(prop.totalGlobalMem) / (1 << 30), tf32, bf16, fp32, copy);
     std::printf("%% column: float rows of the TF32 ceiling (TF32 products), bf16 rows of the BF16 ceiling\n\n");
@@ -347,9 +367,13 @@ int main(int argc, char** argv) {
     const auto over = [&] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > o.budget;
     };
-    for (long L : o.L)
+    const auto selected = [&](bool causal, int prec) {
+        return (causal ? o.causal : o.full) && (prec == 0 ? o.float_rows : o.bf16_rows);
+    };
+    for (long L : o.favor ? o.L : std::vector<long>{})
         for (bool causal : {false, true})
             for (int prec = 0; prec < 2; ++prec) {
+                if (!selected(causal, prec)) continue;
                 if (over()) {
                     skipped.push_back("favor L=" + std::to_string(L));
                     continue;
@@ -372,6 +396,7 @@ int main(int argc, char** argv) {
         const long shapes[3][4] = {{1, 8192, 96, 128}, {4, 4096, 64, 128}, {8, 1024, 8, 64}};
         for (const auto& s : shapes)
             for (int prec = 0; prec < 2; ++prec) {
+                if (!selected(true, prec)) continue;
                 if (over()) {
                     skipped.push_back("elu B" + std::to_string(s[0]) + " T" + std::to_string(s[1]));
                     continue;

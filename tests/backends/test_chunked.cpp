@@ -49,11 +49,17 @@ using namespace kattn;
 using chunked_backend = backends::cuda;
 using system_t = backends::cuda_system;
 constexpr double float_tol = 5e-3;  // the operator API's float products are TF32
+/// Gradients of maps whose derivative jumps (relu): TF32 rounding of the projections flips
+/// whole terms (test_chunked_precision.cpp measures 1.5e-2 on the host's emulation).
+template <class Map>
+constexpr double float_grad_tol = kt::derivative_jumps<Map> ? 5e-2 : float_tol;
 system_t exact_system() { return system_t{nullptr, backends::float_gemm::fp32}; }
 #else
 using chunked_backend = backends::chunked<backends::host_system>;
 using system_t = backends::host_system;
 constexpr double float_tol = 2e-5;
+template <class Map>
+constexpr double float_grad_tol = float_tol;
 system_t exact_system() { return system_t{}; }
 #endif
 
@@ -85,7 +91,7 @@ void compare_all() {
                 check_close(run_case<Map, double, chunked_backend>(2, 3, L, causal, padded), r, L, 1e-10);
                 const auto rf = run_case<Map, float, backends::reference>(2, 3, L, causal, padded);
                 const auto cf = run_case<Map, float, chunked_backend>(2, 3, L, causal, padded);
-                check_close(cf, rf, L, float_tol);
+                check_close(cf, rf, L, float_tol, float_grad_tol<Map>);
                 // Run to run: the same bits, forward and backward.
                 CHECK(bitwise_equal(run_case<Map, float, chunked_backend>(2, 3, L, causal, padded), cf));
             }

@@ -38,6 +38,7 @@
 #include <kattn/core/bfloat16.hpp>
 #include <kattn/features/elu.hpp>
 #include <kattn/features/favor.hpp>
+#include <kattn/features/relu.hpp>
 #include <kattn/features/trig.hpp>
 
 namespace kt_chunked_precision {
@@ -47,8 +48,12 @@ using backend = kattn::backends::cuda;
 using backend = kattn::backends::chunked<kattn::backends::host_system>;
 #endif
 
-/// Bounds on the relative error of every output, per format (docs/cuda_backend.md).
-inline double bound(kattn::backends::float_gemm p) {
+/// Bounds on the relative error of every output, per format (docs/cuda_backend.md); maps
+/// whose derivative jumps (kt::derivative_jumps) get their own bounds for the reduced
+/// formats (measured on this test's problem, relu non-causal: 1.5e-2 with TF32 and FP16,
+/// 5.9e-2 with BF16, 3.8e-7 with exact FP32).
+inline double bound(kattn::backends::float_gemm p, bool jumps = false) {
+    if (jumps && p != kattn::backends::float_gemm::fp32) return p == kattn::backends::float_gemm::bf16 ? 1.5e-1 : 5e-2;
     switch (p) {
         case kattn::backends::float_gemm::fp32:
             return 2e-5;
@@ -211,10 +216,11 @@ void check_precision_ladder() {
                                     ": max relative error fp32 " + sci(e32.max()) + ", tf32 " + sci(etf.max()) +
                                     ", fp16 " + sci(e16.max()) + ", bf16 " + sci(ebf.max());
         MESSAGE(summary);
-        CHECK(e32.max() < bound(float_gemm::fp32));
-        CHECK(etf.max() < bound(float_gemm::tf32));
-        CHECK(e16.max() < bound(float_gemm::fp16));
-        CHECK(ebf.max() < bound(float_gemm::bf16));
+        constexpr bool jumps = kt::derivative_jumps<Map>;
+        CHECK(e32.max() < bound(float_gemm::fp32, jumps));
+        CHECK(etf.max() < bound(float_gemm::tf32, jumps));
+        CHECK(e16.max() < bound(float_gemm::fp16, jumps));
+        CHECK(ebf.max() < bound(float_gemm::bf16, jumps));
         // The format is applied: each coarser one is measurably worse than exact FP32,
         // and BF16's 8-bit significand is worse than the 11-bit ones.
         CHECK(etf.max() > 10 * e32.max());
@@ -271,7 +277,7 @@ TEST_CASE("chunked products: the host system's TF32, BF16 and FP16 rounding agre
 }
 
 TEST_CASE_TEMPLATE("chunked products: error against the double reference per product format", Map,
-                   kattn::features::favor, kattn::features::elu, kattn::features::trig) {
+                   kattn::features::favor, kattn::features::elu, kattn::features::trig, kattn::features::relu) {
     check_precision_ladder<Map>();
 }
 #endif  // !__CUDACC__

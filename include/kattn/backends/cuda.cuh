@@ -26,6 +26,7 @@
 
 #include "../core/error.hpp"
 #include "chunked.hpp"
+#include "warp_ops.cuh"
 
 namespace kattn::detail {
 
@@ -100,6 +101,13 @@ __global__ void for_each_index(index_t n, Fn fn) {
     for (index_t i = index_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) fn(i);
 }
 
+/// One warp per index: every lane of warp w calls fn(w) (row functors with warp_ops).
+template <class Fn>
+__global__ void for_each_row(index_t n, Fn fn) {
+    const index_t warps = index_t(gridDim.x) * (blockDim.x / 32);
+    for (index_t r = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; r < n; r += warps) fn(r);
+}
+
 /// One cuBLAS handle per thread and device, created on first use.
 inline cublasHandle_t cublas_handle() {
     struct handles {
@@ -150,6 +158,21 @@ struct cuda_system {
         constexpr int threads = 256;
         const index_t blocks = std::min<index_t>((n + threads - 1) / threads, index_t(1) << 20);
         detail::for_each_index<<<unsigned(blocks), threads, 0, stream>>>(n, fn);
+        detail::cuda_check(cudaGetLastError(), "kernel launch");
+    }
+
+    /// The row-ops policy of launch_rows: a warp per row (backends/warp_ops.cuh).
+    using row_ops = detail::warp_ops;
+
+    /// fn(r) for r in [0, n) with one warp per r, all of its lanes calling fn(r): for row
+    /// functors written with row_ops (chunked/kernels.hpp), whose memory accesses then
+    /// coalesce over a row's elements.
+    template <class Fn>
+    void launch_rows(index_t n, const Fn& fn) const {
+        if (n <= 0) return;
+        constexpr int threads = 256, rows_per_block = threads / 32;
+        const index_t blocks = std::min<index_t>((n + rows_per_block - 1) / rows_per_block, index_t(1) << 20);
+        detail::for_each_row<<<unsigned(blocks), threads, 0, stream>>>(n, fn);
         detail::cuda_check(cudaGetLastError(), "kernel launch");
     }
 

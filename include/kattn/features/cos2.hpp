@@ -13,6 +13,7 @@
 #include "../core/math.hpp"
 #include "../core/random.hpp"
 #include "../fwd.hpp"
+#include "../linalg/row_ops.hpp"
 #include "feature_params.hpp"
 #include "map_base.hpp"
 #include "renormalize.hpp"
@@ -71,8 +72,7 @@ struct cos2 : map_base {
                 return -g * math::sin(V(2) * (ui + bi));
             },
             u, b, dv);
-        if (db != nullptr)
-            for (index_t l = 0; l < m; ++l) db[l] += du[l];
+        if (db != nullptr) detail::axpy<Ops>(m, T(1), du, db);
     }
 };
 

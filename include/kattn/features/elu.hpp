@@ -11,6 +11,7 @@
 
 #include "../core/math.hpp"
 #include "../fwd.hpp"
+#include "../linalg/row_ops.hpp"
 #include "feature_params.hpp"
 #include "map_base.hpp"
 #include "renormalize.hpp"
@@ -68,8 +69,7 @@ struct elu : map_base {
                 return math::select(V(1) + math::elu(a) >= V(fl), g * math::elu_grad(a), V(0));
             },
             u, b, dv);
-        if (db != nullptr)
-            for (index_t l = 0; l < m; ++l) db[l] += du[l];
+        if (db != nullptr) detail::axpy<Ops>(m, T(1), du, db);
         Ops::transform(
             m, du,
             [it](auto g) {

@@ -19,6 +19,7 @@
 
 #include "../core/math.hpp"
 #include "../fwd.hpp"
+#include "../linalg/row_ops.hpp"
 #include "map_base.hpp"
 
 #include "../core/warnings_push.hpp"
@@ -68,7 +69,7 @@ struct favor : map_base {
         Ops::transform(
             m, du, [](auto f, auto g) { return f * g; }, phi, dphi);
         const T g = Ops::dot(m, phi, dphi);
-        for (index_t i = 0; i < d; ++i) dx[i] -= g * x[i];
+        detail::axpy<Ops>(d, -g, x, dx);
     }
 };
 

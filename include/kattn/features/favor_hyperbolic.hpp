@@ -10,6 +10,7 @@
 
 #include "../core/math.hpp"
 #include "../fwd.hpp"
+#include "../linalg/row_ops.hpp"
 #include "map_base.hpp"
 
 #include "../core/warnings_push.hpp"
@@ -66,7 +67,7 @@ struct favor_hyperbolic : map_base {
         Ops::transform(
             m, du, [](auto fp, auto gp, auto fm, auto gm) { return fp * gp - fm * gm; }, phi, dphi, phi + m, dphi + m);
         const T g = Ops::dot(2 * m, phi, dphi);
-        for (index_t i = 0; i < d; ++i) dx[i] -= g * x[i];
+        detail::axpy<Ops>(d, -g, x, dx);
     }
 };
 

@@ -7,6 +7,11 @@
 //                                      two outputs from one pass (optional; transform2<Ops>
 //                                      below falls back to two transforms)
 //   Ops::sum(n, x), Ops::max(n, x), Ops::dot(n, x, y)   row reductions in a fixed order
+//   Ops::axpy(n, a, x, y)              y[i] += a·x[i] (optional; axpy<Ops> below falls back
+//                                      to a scalar loop)
+// Policies that split one row over several threads (backends/warp_ops.cuh) also give
+// `lanes`, `lane()`, `sync()` and `reduce_sum(v)`; scalar_ops gives the one-lane versions,
+// so row functors written with them (backends/chunked/kernels.hpp) serve both.
 // `scalar_ops` calls f with scalars; `simd_ops<Arch>` (linalg/simd_row_ops.hpp) with
 // xsimd batches and a scalar tail.
 #pragma once
@@ -19,6 +24,14 @@ namespace kattn::detail {
 
 struct scalar_ops {
     static constexpr bool has_transform2 = true;
+    /// One thread per row: lane 0 of 1, nothing to synchronise or combine.
+    static constexpr index_t lanes = 1;
+    KATTN_HD static constexpr index_t lane() { return 0; }
+    KATTN_HD static void sync() {}
+    template <class T>
+    KATTN_HD static T reduce_sum(T v) {
+        return v;
+    }
 
     template <class T, class F, class... In>
     KATTN_HD static void transform(index_t n, T* out, F&& f, const In*... in) {
@@ -70,6 +83,24 @@ KATTN_HD void transform2(index_t n, T* a, T* b, F&& f, const In*... in) {
             n, a, [&f](auto... x) { return f(x...).first; }, in...);
         Ops::transform(
             n, b, [&f](auto... x) { return f(x...).second; }, in...);
+    }
+}
+
+/// Capability trait: the row-ops policy updates y += a·x itself (axpy).
+template <class Ops>
+concept has_axpy = requires {
+    requires Ops::has_axpy;
+};
+
+/// y[i] += a·x[i]: Ops::axpy when the policy has it, otherwise a scalar loop. The maps' row
+/// functions use it for updates of their outputs, which a policy that splits a row over
+/// several threads must not run on every thread.
+template <class Ops, class T>
+KATTN_HD void axpy(index_t n, T a, const T* x, T* y) {
+    if constexpr (has_axpy<Ops>) {
+        Ops::axpy(n, a, x, y);
+    } else {
+        for (index_t i = 0; i < n; ++i) y[i] += a * x[i];
     }
 }
 

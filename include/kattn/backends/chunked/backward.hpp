@@ -15,11 +15,12 @@
 
 #include "forward.hpp"
 #include "kernels.hpp"
+#include "scans.hpp"
 
 namespace kattn::detail::chunked_impl {
 
 /// Nt = ñ and Nf = f·ñ of query row r (zeros for padding rows).
-template <class Map, class T, class W>
+template <class Map, class T, class W, class Ops = scalar_ops>
 struct cotangent_rows {
     geometry g;
     W eps;
@@ -35,7 +36,7 @@ struct cotangent_rows {
         W* nt = Nt + r * g.dv1;
         W* nf = Nf + r * g.dv1;
         if (tok < 0) {
-            for (index_t c = 0; c < g.dv1; ++c) nt[c] = nf[c] = W(0);
+            for (index_t c = Ops::lane(); c < g.dv1; c += Ops::lanes) nt[c] = nf[c] = W(0);
             return;
         }
         const W f = inter_factor<Map>(g, E, Cq, p, i, r);
@@ -43,32 +44,18 @@ struct cotangent_rows {
         const W den = guard_denominator<Map::is_positive>(numerator(g, O, Oa, r, f, g.dv), eps, clamped);
         const T* G = dout.row(p / g.heads, p % g.heads, tok);
         W ge = W(0);
-        for (index_t c = 0; c < g.dv; ++c) {
+        for (index_t c = Ops::lane(); c < g.dv; c += Ops::lanes) {
             const W gc = static_cast<W>(G[c]);
-            nt[c] = gc / den;
+            const W t = gc / den;
+            nt[c] = t;
+            nf[c] = f == W(0) ? W(0) : f * t;
             ge += gc * (numerator(g, O, Oa, r, f, c) / den);
         }
-        nt[g.dv] = clamped ? W(0) : -ge / den;
-        for (index_t c = 0; c < g.dv1; ++c) nf[c] = f == W(0) ? W(0) : f * nt[c];
-    }
-};
-
-/// Causal: D_b → T_b = Σ_{b' > b} e^{E_b − E_{b'−1}} D_{b'} over the blocks b' of b's
-/// sequence (packed: document), in place, per (p, f, c), in reverse block order.
-template <class Map, class W>
-struct reverse_suffix {
-    geometry g;
-    const W* E;
-    W* D;
-    KATTN_HD void operator()(index_t idx) const {
-        const index_t n = g.F * g.dv1, p = idx / n, fc = idx % n;
-        W run = W(0);
-        for (index_t b = g.nb - 1; b >= 0; --b) {
-            W* d = D + (p * g.nb + b) * n + fc;
-            const W cur = *d;
-            if (g.packed() && g.doc_last[b] == b) run = W(0);  // a document's last block
-            *d = run;
-            if (!g.starts_sequence(b)) run = cur + rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run;
+        ge = Ops::reduce_sum(ge);
+        if (Ops::lane() == 0) {
+            const W t = clamped ? W(0) : -ge / den;
+            nt[g.dv] = t;
+            nf[g.dv] = f == W(0) ? W(0) : f * t;
         }
     }
 };
@@ -93,7 +80,7 @@ struct document_cotangents {
 };
 
 /// dv_j = kw_j·Pk_j[0, dv) (+ Vi_j when causal); zero for keys beyond the key lengths.
-template <class Map, class T, class W>
+template <class Map, class T, class W, class Ops = scalar_ops>
 struct value_grads {
     geometry g;
     const W* ck;
@@ -106,17 +93,17 @@ struct value_grads {
         if (tok < 0) return;
         T* dst = dv.row(p / g.heads, p % g.heads, tok);
         if (tok >= g.keys(p)) {
-            for (index_t c = 0; c < g.dv; ++c) dst[c] = static_cast<T>(W(0));
+            for (index_t c = Ops::lane(); c < g.dv; c += Ops::lanes) dst[c] = static_cast<T>(W(0));
             return;
         }
         const W kw = rescale<Map>(ck[r], E[p * g.nb + j / g.block()]);
-        for (index_t c = 0; c < g.dv; ++c)
+        for (index_t c = Ops::lane(); c < g.dv; c += Ops::lanes)
             dst[c] = static_cast<T>(kw * Pk[r * g.dv1 + c] + (Vi ? Vi[r * g.dv1 + c] : W(0)));
     }
 };
 
 /// The map's VJP of row r: dφ → du (P), the direct dx (d) and db (m); zeros for padding.
-template <class Map, class W>
+template <class Map, class W, class Ops = scalar_ops>
 struct vjp_rows {
     spectral<Map, W> s;
     geometry g;
@@ -138,20 +125,21 @@ struct vjp_rows {
         W* dx = dX + i * g.d;
         W* db = dB ? dB + i * g.m : nullptr;
         W* wk = work + i * ws;
-        for (index_t c = 0; c < g.P; ++c) du[c] = W(0);
-        for (index_t c = 0; c < g.d; ++c) dx[c] = W(0);
+        for (index_t c = Ops::lane(); c < g.P; c += Ops::lanes) du[c] = W(0);
+        for (index_t c = Ops::lane(); c < g.d; c += Ops::lanes) dx[c] = W(0);
         if (db)
-            for (index_t c = 0; c < g.m; ++c) db[c] = W(0);
-        for (index_t c = 0; c < ws; ++c) wk[c] = W(0);
+            for (index_t c = Ops::lane(); c < g.m; c += Ops::lanes) db[c] = W(0);
+        for (index_t c = Ops::lane(); c < ws; c += Ops::lanes) wk[c] = W(0);
+        Ops::sync();
         if (tok < 0 || (keys && tok >= g.keys(p))) return;
-        Map::template activate_vjp<scalar_ops>(s.params, g.d, g.m, X + i * g.d, U + i * g.P, s.bias, shift[r],
-                                               phi + r * g.F, dphi + r * g.F, du, dx, db, wk);
+        Map::template activate_vjp<Ops>(s.params, g.d, g.m, X + i * g.d, U + i * g.P, s.bias, shift[r], phi + r * g.F,
+                                        dphi + r * g.F, du, dx, db, wk);
     }
 };
 
 /// dst(b, h, token) = scale·dX[i] for every padded row r = first + i = p·Lp + l of a row
 /// block that holds a token.
-template <class T, class W>
+template <class T, class W, class Ops = scalar_ops>
 struct scatter_rows {
     geometry g;
     backends::strided_view<T> dst;
@@ -164,7 +152,7 @@ struct scatter_rows {
         if (tok < 0) return;
         T* out = dst.row(p / g.heads, p % g.heads, tok);
         const W* src = dX + i * dst.dim;
-        for (index_t c = 0; c < dst.dim; ++c) out[c] = static_cast<T>(scale * src[c]);
+        for (index_t c = Ops::lane(); c < dst.dim; c += Ops::lanes) out[c] = static_cast<T>(scale * src[c]);
     }
 };
 
@@ -199,8 +187,10 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
     const W* A = fp.A.data();
     auto Nt = sys.template make_buffer<W>(qr * dv1);
     auto Nf = sys.template make_buffer<W>(qr * dv1);
-    sys.launch(qr, cotangent_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr, fp.E.data(),
-                                             fp.Cq.data(), dout, Nt.data(), Nf.data()});
+    detail::launch_rows(
+        sys, qr,
+        cotangent_rows<Map, T, W, system_row_ops<System>>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr,
+                                                          fp.E.data(), fp.Cq.data(), dout, Nt.data(), Nf.data()});
     // The numerators and the running maxima are not read again.
     for (auto* b : {&fp.O, &fp.Oa, &fp.R}) *b = sys.template make_buffer<W>(0);
     auto dPhq = sys.template make_buffer<W>(qr * F);
@@ -210,11 +200,12 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
     if (!g.causal && !g.packed()) {
         const index_t Lq = g.Lqp, Lk = g.Lkp;
         sys.gemm(false, true, Lq, F, dv1, Nf.data(), dv1, Lq * dv1, A, dv1, F * dv1, dPhq.data(), F, Lq * F, n);
-        sys.gemm(true, false, F, dv1, Lq, phq, F, Lq * F, Nf.data(), dv1, Lq * dv1, D.data(), dv1, F * dv1, n);
+        state_product(sys, F, dv1, Lq, phq, Nf.data(), D.data(), n);
         sys.gemm(false, true, Lk, F, dv1, fp.V1w.data(), dv1, Lk * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, Lk * F,
                  n);
         sys.gemm(false, false, Lk, dv1, F, phk, F, Lk * F, D.data(), dv1, F * dv1, Pk.data(), dv1, Lk * dv1, n);
-        sys.launch(kr, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), nullptr, out.dv});
+        detail::launch_rows(
+            sys, kr, value_grads<Map, T, W, system_row_ops<System>>{g, ck, fp.E.data(), Pk.data(), nullptr, out.dv});
     } else if (!g.causal) {  // packed documents, non-causal: blocks of 64 with document states
         const index_t C = chunk, nc = n * g.nb;
         sys.gemm(false, true, C, F, dv1, Nf.data(), dv1, C * dv1, A, dv1, F * dv1, dPhq.data(), F, C * F, nc);
@@ -223,7 +214,8 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         sys.gemm(false, true, C, F, dv1, fp.V1w.data(), dv1, C * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, C * F,
                  nc);
         sys.gemm(false, false, C, dv1, F, phk, F, C * F, D.data(), dv1, F * dv1, Pk.data(), dv1, C * dv1, nc);
-        sys.launch(kr, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), nullptr, out.dv});
+        detail::launch_rows(
+            sys, kr, value_grads<Map, T, W, system_row_ops<System>>{g, ck, fp.E.data(), Pk.data(), nullptr, out.dv});
     } else {
         const index_t C = chunk, nc = n * g.nb;
         auto M = sys.template make_buffer<W>(qr * C);
@@ -232,14 +224,15 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         sys.launch(qr * C, mask_scores<Map, W>{g, ck, fp.Cq.data(), M.data()});
         sys.gemm(false, false, C, F, C, M.data(), C, C * C, phk, F, C * F, dPhq.data(), F, C * F, nc, true);
         sys.gemm(true, false, F, dv1, C, phq, F, C * F, Nf.data(), dv1, C * dv1, D.data(), dv1, F * dv1, nc);
-        sys.launch(n * F * dv1, reverse_suffix<Map, W>{g, fp.E.data(), D.data()});
+        chunk_suffix<Map, W>(sys, g, fp.E.data(), D.data());
         sys.gemm(true, false, C, F, C, M.data(), C, C * C, phq, F, C * F, dPhk.data(), F, C * F, nc);
         sys.gemm(false, true, C, F, dv1, fp.V1w.data(), dv1, C * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, C * F, nc,
                  true);
         sys.gemm(false, false, C, dv1, F, phk, F, C * F, D.data(), dv1, F * dv1, Pk.data(), dv1, C * dv1, nc);
         auto Vi = sys.template make_buffer<W>(kr * dv1);
         sys.gemm(true, false, C, dv1, C, fp.K.data(), C, C * C, Nt.data(), dv1, C * dv1, Vi.data(), dv1, C * dv1, nc);
-        sys.launch(kr, value_grads<Map, T, W>{g, ck, fp.E.data(), Pk.data(), Vi.data(), out.dv});
+        detail::launch_rows(
+            sys, kr, value_grads<Map, T, W, system_row_ops<System>>{g, ck, fp.E.data(), Pk.data(), Vi.data(), out.dv});
     }
 
     // Only φ, the shifts and dφ are read from here on: the rest goes back first.
@@ -265,13 +258,15 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         const index_t rows = n * Lp;
         for (index_t r0 = 0; r0 < rows; r0 += blk) {
             const index_t nr = std::min(blk, rows - r0);
-            sys.launch(nr, gather_rows<T, W>{g, x, Lp, scale, X.data(), r0});
+            detail::launch_rows(sys, nr, gather_rows<T, W, system_row_ops<System>>{g, x, Lp, scale, X.data(), r0});
             project_rows(sys, sp, g, X.data(), U.data(), nr);
-            sys.launch(nr, vjp_rows<Map, W>{sp, g, Lp, L, keys, X.data(), U.data(), fb.phi.data(), fb.shift.data(),
-                                            dphi, dU.data(), dX.data(), m ? dB.data() : nullptr, work.data(), r0});
+            detail::launch_rows(sys, nr,
+                                vjp_rows<Map, W, system_row_ops<System>>{
+                                    sp, g, Lp, L, keys, X.data(), U.data(), fb.phi.data(), fb.shift.data(), dphi,
+                                    dU.data(), dX.data(), m ? dB.data() : nullptr, work.data(), r0});
             sys.gemm(false, true, nr, g.d, g.P, dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
                      true);
-            sys.launch(nr, scatter_rows<T, W>{g, dst, Lp, scale, dX.data(), r0});
+            detail::launch_rows(sys, nr, scatter_rows<T, W, system_row_ops<System>>{g, dst, Lp, scale, dX.data(), r0});
             if (out.d_omega)
                 sys.gemm(true, false, g.d, g.P, nr, X.data(), g.d, 0, dU.data(), g.P, 0, out.d_omega, g.P, 0,
                          index_t(1), !first_block);

@@ -9,7 +9,8 @@
 //   non-causal    S = Φ_Kᵀ·(kw ⊙ [V, 1]) (F × (dv+1): the ones column gives z),
 //                 O = Φ_Q·S, out = O[:dv] / guard(O[dv])
 //   causal        chunks of 64: block states A_b = Φ_K,bᵀ(kw ⊙ [V, 1]_b); their exclusive
-//                 prefix X_b in block order (fixed, no float scan primitive); the inter part
+//                 prefix X_b (chunked/scans.hpp: segments, fixed order, no float scan
+//                 primitive); the inter part
 //                 Φ_Q,b·X_b; the intra part (mask ⊙ Φ_Q,bΦ_K,bᵀ)·[V, 1]_b; each a batched GEMM
 //                 over problems × blocks; out from e^{E_{b−1} − C_i}·inter + intra
 // Tail chunks are zero-padded to 64 tokens. Intermediates are in W (float for float and
@@ -19,6 +20,7 @@
 #include <algorithm>
 
 #include "kernels.hpp"
+#include "scans.hpp"
 #include "system.hpp"
 
 namespace kattn::backends {
@@ -42,6 +44,47 @@ void project_rows(const System& sys, const spectral<Map, W>& sp, const geometry&
     sys.gemm(false, false, nr, g.P, g.d, X, g.d, 0, sp.omega, g.P, 0, U, g.P, 0, index_t(1));
 }
 
+/// S[e] = Σ_k part[k·n + e] over `slabs` partial states of n elements, in slab order.
+template <class W>
+struct sum_slabs {
+    const W* part;  ///< problems × slabs × n
+    index_t slabs, n;
+    W* S;  ///< problems × n
+    KATTN_HD void operator()(index_t idx) const {
+        const W* src = part + (idx / n) * slabs * n + idx % n;
+        W s = W(0);
+        for (index_t k = 0; k < slabs; ++k) s += src[k * n];
+        S[idx] = s;
+    }
+};
+
+/// Rows per slab of a state product over K rows: a divisor of K near K/32 when K ≥ 8,192,
+/// otherwise 0 (one product).
+inline index_t state_slab(index_t K) {
+    if (K < 8192) return 0;
+    for (index_t s = (K + 31) / 32; s <= K / 4; ++s)
+        if (K % s == 0) return s;
+    return 0;
+}
+
+/// S_p = Φ_pᵀ·Y_p for each problem p (Φ_p: K × F, Y_p: K × dv1, S_p: F × dv1). A product
+/// with a long K and a small output keeps few thread blocks busy, so when K is long it runs
+/// as one batched product over slabs of state_slab(K) rows, whose partial states are then
+/// summed in slab order (a fixed order: the same bits on every run).
+template <class W, class System>
+void state_product(const System& sys, index_t F, index_t dv1, index_t K, const W* Phi, const W* Y, W* S,
+                   index_t problems) {
+    const index_t slab = state_slab(K);
+    if (slab == 0) {
+        sys.gemm(true, false, F, dv1, K, Phi, F, K * F, Y, dv1, K * dv1, S, dv1, F * dv1, problems);
+        return;
+    }
+    const index_t slabs = K / slab, n = F * dv1;
+    auto part = sys.template make_buffer<W>(problems * slabs * n);
+    sys.gemm(true, false, F, dv1, slab, Phi, F, slab * F, Y, dv1, slab * dv1, part.data(), dv1, n, problems * slabs);
+    sys.launch(problems * n, sum_slabs<W>{part.data(), slabs, n, S});
+}
+
 /// φ (and the stabiliser shifts) of every row of x, padded to Lp rows per problem, built
 /// in row blocks: gather X, project U = X·Ω, activate (X and U exist for one block).
 template <class Map, class W, class System, class T>
@@ -54,10 +97,12 @@ feature_block<System, W> row_features(const System& sys, const spectral<Map, W>&
     auto U = sys.template make_buffer<W>(blk * g.P);
     for (index_t r0 = 0; r0 < rows; r0 += blk) {
         const index_t nr = std::min(blk, rows - r0);
-        sys.launch(nr, gather_rows<T, W>{g, x, Lp, scale, X.data(), r0});
+        detail::launch_rows(sys, nr, gather_rows<T, W, system_row_ops<System>>{g, x, Lp, scale, X.data(), r0});
         project_rows(sys, sp, g, X.data(), U.data(), nr);
-        sys.launch(nr, activate_rows<Map, W>{sp, g, Lp, x.len, keys, stabilise, X.data(), U.data(), out.phi.data(),
-                                             out.shift.data(), r0});
+        detail::launch_rows(
+            sys, nr,
+            activate_rows<Map, W, system_row_ops<System>>{sp, g, Lp, x.len, keys, stabilise, X.data(), U.data(),
+                                                          out.phi.data(), out.shift.data(), r0});
     }
     return out;
 }
@@ -100,10 +145,11 @@ struct forward_pass {
         }
         sys.launch(n * (g.nb + g.Lqp), references<W>{g, R.data(), E.data(), Cq.data()});
         const index_t blk = g.block();
-        sys.launch(n * g.Lkp, value_rows<Map, T, W>{g, v, ck, E.data(), V1w.data(), g.causal ? V1.data() : nullptr});
+        detail::launch_rows(sys, n * g.Lkp,
+                            value_rows<Map, T, W, system_row_ops<System>>{g, v, ck, E.data(), V1w.data(),
+                                                                          g.causal ? V1.data() : nullptr});
         // Block states (causal) or the one state per head: F × (dv + 1).
-        sys.gemm(true, false, F, dv1, blk, phk, F, blk * F, V1w.data(), dv1, blk * dv1, A.data(), dv1, F * dv1,
-                 n * g.nb);
+        state_product(sys, F, dv1, blk, phk, V1w.data(), A.data(), n * g.nb);
         if (!g.causal && !g.packed()) {
             sys.gemm(false, false, g.Lqp, dv1, F, phq, F, g.Lqp * F, A.data(), dv1, F * dv1, O.data(), dv1, g.Lqp * dv1,
                      n);
@@ -111,7 +157,7 @@ struct forward_pass {
         }
         const index_t C = chunk, nc = n * g.nb;
         if (g.causal)
-            sys.launch(n * F * dv1, exclusive_prefix<Map, W>{g, E.data(), A.data()});
+            chunk_prefix<Map, W>(sys, g, E.data(), A.data());
         else  // packed documents: each block holds its whole document's state
             sys.launch(n * F * dv1, document_states<Map, W>{g, E.data(), A.data()});
         sys.gemm(false, false, C, dv1, F, phq, F, C * F, A.data(), dv1, F * dv1, O.data(), dv1, C * dv1, nc);
@@ -129,8 +175,9 @@ void forward(const System& sys, const spectral<Map, W>& sp, const geometry& g, c
              const backends::strided_view<T>& out, W scale, W eps) {
     if (g.problems == 0 || g.Lq == 0) return;
     const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
-    sys.launch(g.problems * g.Lqp, emit_rows<Map, T, W>{g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr,
-                                                        fp.E.data(), fp.Cq.data(), out});
+    detail::launch_rows(sys, g.problems * g.Lqp,
+                        emit_rows<Map, T, W, system_row_ops<System>>{
+                            g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr, fp.E.data(), fp.Cq.data(), out});
 }
 
 /// φ(s·x) of x's rows without stabiliser (the exact map), into phi (rows × F, system memory).

@@ -1,7 +1,10 @@
 // kattn/backends/chunked/kernels.hpp — the per-element functors of the chunked algorithm.
 //
 // Every functor writes only the outputs of its own index and sums in a fixed order, so a
-// system may run the indices in any order and concurrency (system.hpp). Internal buffers
+// system may run the indices in any order and concurrency (system.hpp). The row functors
+// (one index per row) take the system's row-ops policy Ops and split a row's elements
+// over its lanes (c = Ops::lane(), +Ops::lanes): one thread per row with scalar_ops, a
+// warp per row with warp_ops (launch_rows), whose accesses then coalesce. Internal buffers
 // are head-major: problem p = b·heads + h owns rows [p·Lp, (p+1)·Lp) of every row buffer,
 // with lengths padded to whole chunks when causal (padding rows are written as zeros,
 // key shifts as −∞). The algorithm that calls them: chunked/forward.hpp.
@@ -71,7 +74,7 @@ struct spectral {
 
 /// X[i] = scale · x(b, h, token) for row r = first + i = p·Lp + l (zeros for padding
 /// rows): X holds the rows of one row block.
-template <class T, class W>
+template <class T, class W, class Ops = scalar_ops>
 struct gather_rows {
     geometry g;
     backends::strided_view<const T> x;
@@ -83,18 +86,18 @@ struct gather_rows {
         const index_t r = first + i, p = r / Lp, d = x.dim, tok = g.token(r % Lp, x.len);
         W* dst = X + i * d;
         if (tok < 0) {
-            for (index_t c = 0; c < d; ++c) dst[c] = W(0);
+            for (index_t c = Ops::lane(); c < d; c += Ops::lanes) dst[c] = W(0);
             return;
         }
         const T* src = x.row(p / g.heads, p % g.heads, tok);
-        for (index_t c = 0; c < d; ++c) dst[c] = scale * static_cast<W>(src[c]);
+        for (index_t c = Ops::lane(); c < d; c += Ops::lanes) dst[c] = scale * static_cast<W>(src[c]);
     }
 };
 
 /// φ of row r = first + i from its scaled input X[i] and projection U[i] = X[i]·Ω (X and
 /// U: one row block), with the row's own stabiliser shift when `stabilise`. Rows l ≥ L
 /// (and, for keys, l ≥ the valid keys) are zero, with shift −∞ for keys.
-template <class Map, class W>
+template <class Map, class W, class Ops = scalar_ops>
 struct activate_rows {
     spectral<Map, W> s;
     geometry g;
@@ -109,17 +112,17 @@ struct activate_rows {
         const index_t r = first + i, p = r / Lp, l = r % Lp, tok = g.token(l, L);
         W* ph = phi + r * g.F;
         if (tok < 0 || (keys && tok >= g.keys(p))) {
-            for (index_t f = 0; f < g.F; ++f) ph[f] = W(0);
-            if (shift) shift[r] = keys ? neg_inf<W>() : W(0);
+            for (index_t f = Ops::lane(); f < g.F; f += Ops::lanes) ph[f] = W(0);
+            if (shift && Ops::lane() == 0) shift[r] = keys ? neg_inf<W>() : W(0);
             return;
         }
         const W* x = X + i * g.d;
         const W* u = U + i * g.P;
         W c = W(0);
         if constexpr (Map::has_stabiliser)
-            if (stabilise) c = Map::template row_shift<scalar_ops>(s.params, g.d, g.m, x, u, s.bias);
-        Map::template activate<scalar_ops>(s.params, g.d, g.m, x, u, s.bias, c, ph);
-        if (shift) shift[r] = c;
+            if (stabilise) c = Map::template row_shift<Ops>(s.params, g.d, g.m, x, u, s.bias);
+        Map::template activate<Ops>(s.params, g.d, g.m, x, u, s.bias, c, ph);
+        if (shift && Ops::lane() == 0) shift[r] = c;
     }
 };
 
@@ -207,7 +210,7 @@ struct references {
 /// The augmented values [v_j, 1] of key row r: V1w = kw_j·[v_j, 1] with
 /// kw_j = e^{c_j − E_{block(j)}} (the block state's weights) and, when V1 is not null,
 /// the unweighted V1 = [v_j, 1] (the intra-chunk product's); zeros for padding.
-template <class Map, class T, class W>
+template <class Map, class T, class W, class Ops = scalar_ops>
 struct value_rows {
     geometry g;
     backends::strided_view<const T> v;
@@ -220,31 +223,10 @@ struct value_rows {
         const bool valid = g.key_valid(p, j);
         const W kw = valid ? rescale<Map>(ck[r], E[p * g.nb + j / g.block()]) : W(0);
         const T* src = valid ? v.row(p / g.heads, p % g.heads, g.token(j, g.Lk)) : nullptr;
-        for (index_t c = 0; c < g.dv1; ++c) {
+        for (index_t c = Ops::lane(); c < g.dv1; c += Ops::lanes) {
             const W val = !valid ? W(0) : c < g.dv ? static_cast<W>(src[c]) : W(1);
             V1w[r * g.dv1 + c] = kw * val;
             if (V1) V1[r * g.dv1 + c] = val;
-        }
-    }
-};
-
-/// Causal block states → exclusive prefixes, in place, per (p, f, c): A[p, b] becomes the
-/// state of every key before block b at reference E_{b−1} (zero for b = 0):
-/// X_b = e^{E_{b−2} − E_{b−1}} X_{b−1} + A_{b−1}, in block order.
-template <class Map, class W>
-struct exclusive_prefix {
-    geometry g;
-    const W* E;
-    W* A;
-    KATTN_HD void operator()(index_t idx) const {
-        const index_t n = g.F * g.dv1, p = idx / n, fc = idx % n;
-        W run = W(0);
-        for (index_t b = 0; b < g.nb; ++b) {
-            W* a = A + (p * g.nb + b) * n + fc;
-            const W cur = *a;
-            if (g.starts_sequence(b)) run = W(0);
-            *a = run;
-            run = g.starts_sequence(b) ? cur : rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run + cur;
         }
     }
 };
@@ -286,7 +268,7 @@ KATTN_HD inline W numerator(const geometry& g, const W* O, const W* Oa, index_t 
 
 /// out_i = n_i[0, dv) / guard(n_i[dv]) with n_i = e^{E − C_i}·O_i (+ Oa_i when causal:
 /// O is then the inter-chunk part at reference E_{b−1}, and zero in the first chunk).
-template <class Map, class T, class W>
+template <class Map, class T, class W, class Ops = scalar_ops>
 struct emit_rows {
     geometry g;
     W eps;
@@ -302,7 +284,8 @@ struct emit_rows {
         bool clamped = false;
         const W den = guard_denominator<Map::is_positive>(numerator(g, O, Oa, r, f, g.dv), eps, clamped);
         T* dst = out.row(p / g.heads, p % g.heads, tok);
-        for (index_t c = 0; c < g.dv; ++c) dst[c] = static_cast<T>(numerator(g, O, Oa, r, f, c) / den);
+        for (index_t c = Ops::lane(); c < g.dv; c += Ops::lanes)
+            dst[c] = static_cast<T>(numerator(g, O, Oa, r, f, c) / den);
     }
 };
 

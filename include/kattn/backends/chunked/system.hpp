@@ -11,7 +11,12 @@
 //                         row-major; A_i = A + i·sA (likewise B, C); op transposes when ta / tb
 //   mirror(host_ptr, n)   a read-only device copy of n host elements (.get())
 //   to_host(dst, src, n)  n device elements back to host memory, after all prior work
-// plus `static constexpr const char* name`. host_system runs everything on the calling
+// plus `static constexpr const char* name`, and optionally (a capability with a default)
+//   row_ops, launch_rows(n, fn)   fn(r) for every row r < n with several threads per row,
+//                         all calling fn(r) and splitting the row's elements through the
+//                         row-ops policy `row_ops` (cuda_system: a warp per row, warp_ops);
+//                         without them, rows go through launch with scalar_ops.
+// host_system runs everything on the calling
 // process's OpenMP threads: every output element is computed by one thread in a fixed
 // order, so results are bitwise independent of the thread count. CUDA: backends/cuda.cuh.
 //
@@ -36,6 +41,7 @@
 #include <vector>
 
 #include "../../core/config.hpp"
+#include "../../linalg/row_ops.hpp"
 #include "../problem.hpp"
 #include "../workspace.hpp"
 
@@ -51,6 +57,24 @@ struct copy_into {
     T* dst;
     KATTN_HD void operator()(index_t i) const { dst[i] = src[i]; }
 };
+
+/// The row-ops policy a system's row functors are written with: its `row_ops` (with
+/// launch_rows), or scalar_ops (one thread per row, through launch).
+template <class S>
+using system_row_ops = row_ops_of<S>;
+
+/// fn(r) for every row r < n: sys.launch_rows when the system has it (fn must then be
+/// written with system_row_ops<S>), otherwise sys.launch.
+template <class S, class Fn>
+void launch_rows(const S& sys, index_t n, const Fn& fn) {
+    if constexpr (requires { sys.launch_rows(n, fn); }) {
+        sys.launch_rows(n, fn);
+    } else {
+        static_assert(std::is_same_v<system_row_ops<S>, scalar_ops>,
+                      "kattn: a chunked system with row_ops must also have launch_rows(n, fn)");
+        sys.launch(n, fn);
+    }
+}
 }  // namespace kattn::detail
 
 namespace kattn::backends {

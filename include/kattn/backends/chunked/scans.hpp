@@ -1,0 +1,239 @@
+// kattn/backends/chunked/scans.hpp — the scans over causal chunks, in segments.
+//
+// The causal forward turns the block states A_b into exclusive prefixes (every key before
+// block b, at reference E_{b−1}); the backward turns the cotangents D_b into reverse
+// suffixes (every block after b, at reference E_b). Both are linear recurrences over the
+// nb blocks of a problem, restarting where a sequence (packed: a document) starts:
+//   prefix   X_b = e^{E_{b−2} − E_{b−1}} X_{b−1} + A_{b−1}
+//   suffix   T_{b−1} = D_b + e^{E_{b−1} − E_b} T_b
+// One thread walking all nb blocks of one (problem, f, c) element leaves most of a GPU
+// idle and waits on every step's load. So the blocks are cut into segments of
+// `scan_segment` (16) blocks, and each scan runs in three launches:
+//   1. per (problem, segment, element): the scan within the segment, from zero, and the
+//      segment's total; the segment's 16 values are loaded before any is stored, so the
+//      loads overlap;
+//   2. per (problem, element): the carries between segments, in segment order, also
+//      through tiles of 16 values loaded at once;
+//   3. per (problem, block), a row functor over the block's elements: each block adds its
+//      segment's carry, rescaled from the carry's reference to its own, unless a sequence
+//      starts (prefix) or ends (suffix) between the block and its segment's edge.
+// Every output has one writer and a fixed order of operations, so results are the same on
+// every run and thread count; rescaling by e^{E_a − E_b} in one factor instead of a product
+// of per-block factors changes the results by rounding only.
+#pragma once
+
+#include "kernels.hpp"
+#include "system.hpp"
+
+namespace kattn::detail::chunked_impl {
+
+/// Blocks per segment of the chunk scans, and values per tile of the carries' pass.
+inline constexpr index_t scan_segment = 16;
+
+/// The segments of one call's chunk scans.
+struct segments {
+    static constexpr index_t seg = scan_segment;  ///< blocks per segment
+    index_t count = 1;                            ///< segments per problem
+    KATTN_HD static index_t first(index_t s) { return s * seg; }
+    KATTN_HD static index_t last(index_t s, index_t nb) { return (s + 1) * seg < nb ? (s + 1) * seg - 1 : nb - 1; }
+};
+
+inline segments segments_of(const geometry& g) { return {(g.nb + scan_segment - 1) / scan_segment}; }
+
+/// Prefix, step 1, per (p, s, fc): A_b of segment s becomes the exclusive prefix from the
+/// segment's start (or the last sequence start in it); T[p, s] the state through the
+/// segment's last block at its reference.
+template <class Map, class W>
+struct prefix_in_segments {
+    geometry g;
+    segments sg;
+    const W* E;
+    W* A;
+    W* T;  ///< problems × segments × F(dv+1)
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t n = g.F * g.dv1, fc = idx % n, ps = idx / n, p = ps / sg.count, s = ps % sg.count;
+        const index_t b0 = sg.first(s), nk = sg.last(s, g.nb) - b0 + 1;
+        W* a = A + (p * g.nb + b0) * n + fc;
+        W cur[scan_segment];
+        for (index_t k = 0; k < scan_segment; ++k) cur[k] = k < nk ? a[k * n] : W(0);
+        W run = W(0);
+        for (index_t k = 0; k < scan_segment; ++k) {
+            if (k < nk) {
+                const index_t b = b0 + k;
+                const bool start = g.starts_sequence(b);
+                a[k * n] = start ? W(0) : run;
+                run = start || k == 0 ? cur[k] : rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run + cur[k];
+            }
+        }
+        T[idx] = run;
+    }
+};
+
+/// Whether a sequence starts at one of the blocks [b0, b] (packed: a document; otherwise
+/// only block 0 starts one).
+KATTN_HD inline bool sequence_starts_in(const geometry& g, index_t b0, index_t b) {
+    if (!g.packed()) return b0 == 0;
+    for (index_t x = b0; x <= b; ++x)
+        if (g.starts_sequence(x)) return true;
+    return false;
+}
+
+/// Whether a sequence ends at one of the blocks [b, b1] (packed only: a document's last
+/// block; the unpacked sequence ends after the last block).
+KATTN_HD inline bool sequence_ends_in(const geometry& g, index_t b, index_t b1) {
+    if (!g.packed()) return false;
+    for (index_t x = b; x <= b1; ++x)
+        if (g.doc_last[x] == x) return true;
+    return false;
+}
+
+/// Prefix, step 2, per (p, fc): T[p, s] becomes the carry into segment s, the state of
+/// every key of its sequence before the segment at reference E_{first(s)−1}.
+template <class Map, class W>
+struct prefix_carries {
+    geometry g;
+    segments sg;
+    const W* E;
+    W* T;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t n = g.F * g.dv1, p = idx / n, fc = idx % n;
+        W* t = T + p * sg.count * n + fc;
+        W carry = W(0);
+        for (index_t s0 = 0; s0 < sg.count; s0 += scan_segment) {
+            const index_t nt = sg.count - s0 < scan_segment ? sg.count - s0 : scan_segment;
+            W total[scan_segment];
+            for (index_t k = 0; k < scan_segment; ++k) total[k] = k < nt ? t[(s0 + k) * n] : W(0);
+            for (index_t k = 0; k < scan_segment; ++k) {
+                if (k < nt) {
+                    const index_t s = s0 + k, b0 = sg.first(s), b1 = sg.last(s, g.nb);
+                    t[s * n] = carry;
+                    carry = sequence_starts_in(g, b0, b1)
+                                ? total[k]
+                                : total[k] + rescale<Map>(E[p * g.nb + b0 - 1], E[p * g.nb + b1]) * carry;
+                }
+            }
+        }
+    }
+};
+
+/// Prefix, step 3, per row (p, b), over its elements fc: A_b += e^{E_{first−1} − E_{b−1}}
+/// times the carry of b's segment, unless a sequence starts in [first, b].
+template <class Map, class W, class Ops = scalar_ops>
+struct prefix_apply {
+    geometry g;
+    segments sg;
+    const W* E;
+    const W* T;
+    W* A;
+    KATTN_HD void operator()(index_t pb) const {
+        const index_t n = g.F * g.dv1, p = pb / g.nb, b = pb % g.nb;
+        const index_t s = b / sg.seg, b0 = sg.first(s);
+        if (sequence_starts_in(g, b0, b)) return;  // segment 0 always holds block 0's start
+        const W f = rescale<Map>(E[p * g.nb + b0 - 1], E[p * g.nb + b - 1]);
+        const W* t = T + (p * sg.count + s) * n;
+        W* a = A + pb * n;
+        for (index_t fc = Ops::lane(); fc < n; fc += Ops::lanes) a[fc] += f * t[fc];
+    }
+};
+
+/// Suffix, step 1, per (p, s, fc): D_b of segment s becomes the suffix over the segment's
+/// later blocks (to a document's end); T[p, s] the value for the block before the segment.
+template <class Map, class W>
+struct suffix_in_segments {
+    geometry g;
+    segments sg;
+    const W* E;
+    W* D;
+    W* T;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t n = g.F * g.dv1, fc = idx % n, ps = idx / n, p = ps / sg.count, s = ps % sg.count;
+        const index_t b0 = sg.first(s), nk = sg.last(s, g.nb) - b0 + 1;
+        W* d = D + (p * g.nb + b0) * n + fc;
+        W cur[scan_segment];
+        for (index_t k = 0; k < scan_segment; ++k) cur[k] = k < nk ? d[k * n] : W(0);
+        W run = W(0);
+        for (index_t k = scan_segment - 1; k >= 0; --k) {
+            if (k < nk) {
+                const index_t b = b0 + k;
+                if (g.packed() && g.doc_last[b] == b) run = W(0);  // a document's last block
+                d[k * n] = run;
+                if (!g.starts_sequence(b)) run = cur[k] + rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run;
+            }
+        }
+        T[idx] = run;
+    }
+};
+
+/// Suffix, step 2, per (p, fc), last segment first: T[p, s] becomes the value for
+/// segment s's last block from the blocks after the segment, at reference E_{last(s)}.
+template <class Map, class W>
+struct suffix_carries {
+    geometry g;
+    segments sg;
+    const W* E;
+    W* T;
+    KATTN_HD void operator()(index_t idx) const {
+        const index_t n = g.F * g.dv1, p = idx / n, fc = idx % n;
+        W* t = T + p * sg.count * n + fc;
+        W carry = W(0);
+        for (index_t s1 = sg.count - 1; s1 >= 0; s1 -= scan_segment) {  // tiles [s1 − 15, s1]
+            const index_t nt = s1 + 1 < scan_segment ? s1 + 1 : scan_segment;
+            W local[scan_segment];  // the values for blocks first(s) − 1 from segment s's blocks
+            for (index_t k = 0; k < scan_segment; ++k) local[k] = k < nt ? t[(s1 - k) * n] : W(0);
+            for (index_t k = 0; k < scan_segment; ++k) {
+                const index_t s = s1 - k;
+                if (k < nt) t[s * n] = carry;
+                if (k < nt && s > 0) {
+                    const index_t b0 = sg.first(s), b1 = sg.last(s, g.nb);
+                    carry = sequence_ends_in(g, b0, b1)
+                                ? local[k]
+                                : local[k] + rescale<Map>(E[p * g.nb + b0 - 1], E[p * g.nb + b1]) * carry;
+                }
+            }
+        }
+    }
+};
+
+/// Suffix, step 3, per row (p, b), over its elements fc: D_b += e^{E_b − E_{last}} times
+/// the carry of b's segment, unless a document ends in [b, last].
+template <class Map, class W, class Ops = scalar_ops>
+struct suffix_apply {
+    geometry g;
+    segments sg;
+    const W* E;
+    const W* T;
+    W* D;
+    KATTN_HD void operator()(index_t pb) const {
+        const index_t n = g.F * g.dv1, p = pb / g.nb, b = pb % g.nb;
+        const index_t s = b / sg.seg, b1 = sg.last(s, g.nb);
+        if (s == sg.count - 1 || sequence_ends_in(g, b, b1)) return;  // the last segment's carry is zero
+        const W f = rescale<Map>(E[p * g.nb + b], E[p * g.nb + b1]);
+        const W* t = T + (p * sg.count + s) * n;
+        W* d = D + pb * n;
+        for (index_t fc = Ops::lane(); fc < n; fc += Ops::lanes) d[fc] += f * t[fc];
+    }
+};
+
+/// Causal block states → exclusive prefixes, in place (A: problems × nb × F(dv+1)).
+template <class Map, class W, class System>
+void chunk_prefix(const System& sys, const geometry& g, const W* E, W* A) {
+    const segments sg = segments_of(g);
+    const index_t n = g.problems * g.F * g.dv1;
+    auto T = sys.template make_buffer<W>(n * sg.count);
+    sys.launch(n * sg.count, prefix_in_segments<Map, W>{g, sg, E, A, T.data()});
+    sys.launch(n, prefix_carries<Map, W>{g, sg, E, T.data()});
+    launch_rows(sys, g.problems * g.nb, prefix_apply<Map, W, system_row_ops<System>>{g, sg, E, T.data(), A});
+}
+
+/// Cotangents D_b → reverse suffixes T_b, in place (D: problems × nb × F(dv+1)).
+template <class Map, class W, class System>
+void chunk_suffix(const System& sys, const geometry& g, const W* E, W* D) {
+    const segments sg = segments_of(g);
+    const index_t n = g.problems * g.F * g.dv1;
+    auto T = sys.template make_buffer<W>(n * sg.count);
+    sys.launch(n * sg.count, suffix_in_segments<Map, W>{g, sg, E, D, T.data()});
+    sys.launch(n, suffix_carries<Map, W>{g, sg, E, T.data()});
+    launch_rows(sys, g.problems * g.nb, suffix_apply<Map, W, system_row_ops<System>>{g, sg, E, T.data(), D});
+}
+
+}  // namespace kattn::detail::chunked_impl
