@@ -16,8 +16,10 @@
 // B4 T4096 H64 D128, B8 T1024 H8 D64) with elu and the identity sampler (m = d, the map
 // closest to plain linear attention); non-causal and causal; float inputs and outputs with
 // TF32 products (% of the TF32 ceiling), bf16 ones with BF16 products (FP32 accumulation,
-// % of the BF16 ceiling). Times: CUDA events, median of --repeats
-// after one warm-up. TFLOP/s use the products the algorithm executes (flop_model below,
+// % of the BF16 ceiling). Times: CUDA events on a stream of the case's own, median of
+// --repeats after one warm-up; beside them the same call captured once into a CUDA graph and
+// replayed (graph_seconds: the device's time without the host's launch and cuBLAS set-up
+// gaps between the call's kernels; 0 if the capture failed). TFLOP/s use the products the algorithm executes (flop_model below,
 // the backward including its recomputed forward); GB/s the bytes of the inputs and
 // outputs; peak memory the stream-ordered pool's high-water mark plus the caller's
 // tensors, beside the scratch the call says it needs (device_workspace_bytes). A
@@ -119,9 +121,9 @@ void check(cudaError_t e, const char* what) {
     if (e != cudaSuccess) throw std::runtime_error(std::string("bench_cuda: ") + what + ": " + cudaGetErrorString(e));
 }
 
-/// Median seconds of `repeats` calls of f after one warm-up, timed with events on stream 0.
+/// Median seconds of `repeats` calls of f after one warm-up, timed with events on `stream`.
 template <class F>
-double time_median(long repeats, F&& f) {
+double time_median(long repeats, F&& f, cudaStream_t stream = nullptr) {
     cudaEvent_t a, b;
     check(cudaEventCreate(&a), "cudaEventCreate");
     check(cudaEventCreate(&b), "cudaEventCreate");
@@ -129,9 +131,9 @@ double time_median(long repeats, F&& f) {
     check(cudaDeviceSynchronize(), "warm-up");
     std::vector<double> t;
     for (long r = 0; r < repeats; ++r) {
-        check(cudaEventRecord(a, nullptr), "cudaEventRecord");
+        check(cudaEventRecord(a, stream), "cudaEventRecord");
         f();
-        check(cudaEventRecord(b, nullptr), "cudaEventRecord");
+        check(cudaEventRecord(b, stream), "cudaEventRecord");
         check(cudaEventSynchronize(b), "cudaEventSynchronize");
         float ms = 0;
         check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
@@ -224,6 +226,36 @@ double copy_bandwidth(long repeats) {
     return 2.0 * double(bytes) / s * 1e-9;
 }
 
+/// Median seconds of replays of f captured once into a CUDA graph on `stream`: the device's
+/// time for the call without the host's launch and cuBLAS set-up between kernels.
+template <class F>
+double graph_median(long repeats, cudaStream_t stream, F&& f) {
+    cudaGraph_t graph = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    try {
+        f();
+    } catch (...) {
+        cudaStreamEndCapture(stream, &graph);
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+    }
+    check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    check(inst, "cudaGraphInstantiate");
+    double s = 0;
+    try {
+        s = time_median(
+            repeats, [&] { check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch"); }, stream);
+    } catch (...) {
+        cudaGraphExecDestroy(exec);
+        throw;
+    }
+    cudaGraphExecDestroy(exec);
+    return s;
+}
+
 /// Flops of the products the chunked algorithm executes (per call, all heads).
 struct flop_model {
     double forward = 0, backward = 0;  ///< backward includes its recomputed forward
@@ -244,6 +276,7 @@ struct record {
     bool causal = false;
     long batch = 0, heads = 0, L = 0, d = 0, m = 0;
     double seconds = 0, tflops = 0, ceiling = 0, gbps = 0, copy_gbps = 0;
+    double graph_seconds = 0;  ///< the call replayed from a CUDA graph; 0 if capture failed
     std::size_t peak_bytes = 0, workspace_bytes = 0;
 };
 
@@ -254,7 +287,12 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     using W = float;
     const kattn::attention_config cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
     const kattn::linear_attention<Map, Sampler, kb::cuda, float> op(cfg);
-    const kb::cuda_system sys{nullptr, products};
+    struct owned_stream {
+        cudaStream_t s = nullptr;
+        owned_stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
+        ~owned_stream() { cudaStreamDestroy(s); }
+    } stream;  // a stream of its own: graph capture needs one other than the legacy default
+    const kb::cuda_system sys{stream.s, products};
     const kb::device_parameters<Map, W, kb::cuda_system> params(sys, op.spectral());
     const index_t n = B * H * L * d;
     cudaMemPool_t pool;
@@ -281,10 +319,17 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     for (int pass = 0; pass < 2; ++pass) {
         std::uint64_t zero = 0;
         check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero), "pool high-water reset");
-        const double s = pass == 0 ? time_median(o.repeats, forward) : time_median(o.repeats, step);
+        const double s = pass == 0 ? time_median(o.repeats, forward, stream.s) : time_median(o.repeats, step, stream.s);
         std::uint64_t high = 0;
         check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &high), "pool high-water");
         record r;
+        try {
+            r.graph_seconds =
+                pass == 0 ? graph_median(o.repeats, stream.s, forward) : graph_median(o.repeats, stream.s, step);
+        } catch (const std::exception& e) {
+            std::printf("(graph capture failed: %s)\n", e.what());
+            check(cudaStreamSynchronize(stream.s), "after a failed capture");
+        }
         r.op = pass == 0 ? "forward" : "forward+backward";
         r.map = map;
         r.precision = precision;
@@ -300,10 +345,10 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
             sys, params, pass == 0 ? kb::device_pass::forward : kb::device_pass::backward, B, H, L, L, d, opt, false);
         out.push_back(r);
         std::printf(
-            "%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms %7.1f TFLOP/s %5.1f %% %7.0f GB/s "
-            "%8.1f MiB (scratch %.1f MiB)\n",
-            map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.tflops,
-            ceiling > 0 ? 100 * r.tflops / ceiling : 0.0, r.gbps, double(r.peak_bytes) / (1 << 20),
+            "%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms (graph %8.3f) %7.1f TFLOP/s %5.1f %% "
+            "%7.0f GB/s %8.1f MiB (scratch %.1f MiB)\n",
+            map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.graph_seconds * 1e3,
+            r.tflops, ceiling > 0 ? 100 * r.tflops / ceiling : 0.0, r.gbps, double(r.peak_bytes) / (1 << 20),
             double(r.workspace_bytes) / (1 << 20));
     }
     (void)prop;
@@ -326,8 +371,8 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
            << ", \"m\": " << r.m << ", \"seconds\": " << r.seconds << ", \"tflops\": " << r.tflops
            << ", \"gemm_ceiling_tflops\": " << r.ceiling << ", \"gbps\": " << r.gbps
            << ", \"copy_gbps\": " << r.copy_gbps << ", \"peak_device_bytes\": " << r.peak_bytes
-           << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"device\": \"" << prop.name << "\"}"
-           << (i + 1 < res.size() ? "," : "") << "\n";
+           << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"graph_seconds\": " << r.graph_seconds
+           << ", \"device\": \"" << prop.name << "\"}" << (i + 1 < res.size() ? "," : "") << "\n";
     }
     js << "  ],\n  \"complete\": " << (complete ? "true" : "false") << "\n}\n";
 }

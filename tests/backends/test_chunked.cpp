@@ -48,11 +48,13 @@ using namespace kattn;
 #if defined(__CUDACC__)
 using chunked_backend = backends::cuda;
 using system_t = backends::cuda_system;
-constexpr double float_tol = 5e-3;  // the operator API's float products are TF32
-/// Gradients of maps whose derivative jumps (relu): TF32 rounding of the projections flips
-/// whole terms (test_chunked_precision.cpp measures 1.5e-2 on the host's emulation).
+constexpr double float_tol = 5e-3;  // out, dv: the operator API's float products are TF32
+/// The gradients through the map (dq, dk, dΩ, db) under TF32 products: up to 1.1e-2 measured
+/// on an H200 (positive<trig> and positive<nonstationary>, causal, L = 7; the host's TF32
+/// emulation gives 6.6e-3 on a like problem); maps whose derivative jumps (relu) flip whole
+/// terms (1.5e-2 on the host's emulation, test_chunked_precision.cpp).
 template <class Map>
-constexpr double float_grad_tol = kt::derivative_jumps<Map> ? 5e-2 : float_tol;
+constexpr double float_grad_tol = kt::derivative_jumps<Map> ? 5e-2 : 2e-2;
 system_t exact_system() { return system_t{nullptr, backends::float_gemm::fp32}; }
 #else
 using chunked_backend = backends::chunked<backends::host_system>;

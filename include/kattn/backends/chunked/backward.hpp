@@ -57,6 +57,7 @@ struct cotangent_rows {
             nt[g.dv] = t;
             nf[g.dv] = f == W(0) ? W(0) : f * t;
         }
+        for (index_t c = g.dv + 1 + Ops::lane(); c < g.dv1; c += Ops::lanes) nt[c] = nf[c] = W(0);
     }
 };
 

@@ -57,7 +57,7 @@ geometry geometry_of(index_t d, index_t m, index_t B, index_t H, index_t Lq, ind
     g.P = Map::projection_dim(g.m);
     g.F = Map::feature_dim(g.m);
     g.dv = dv;
-    g.dv1 = dv + 1;
+    g.dv1 = value_columns(dv);
     g.key_lengths = key_lengths;
     return g;
 }

@@ -30,15 +30,21 @@ inline constexpr index_t chunk = 64;
 /// (each block's projection is still one large product).
 inline constexpr index_t row_block = index_t(1) << 16;
 
+/// Columns of the augmented value rows [v, 1, 0, …]: dv + 1 rounded up to a multiple of 4,
+/// so that every row and every batch of them starts 16 bytes apart (float), which cuBLAS's
+/// vectorised kernels need; the padding columns are zero and take part in no result.
+KATTN_HD inline index_t value_columns(index_t dv) { return (dv + 1 + 3) / 4 * 4; }
+
 /// Extents of one call. Lqp, Lkp: lengths padded to whole chunks when causal or packed.
 /// Packed documents: every document starts a new chunk, so chunks never cross documents;
 /// the chunk tables (system memory, nb entries shared by every head) say where each chunk's
 /// rows come from.
 struct geometry {
     index_t heads = 1, problems = 0, Lq = 0, Lk = 0, Lqp = 0, Lkp = 0;
-    index_t d = 0, m = 0, P = 0, F = 0, dv = 0, dv1 = 0;
-    index_t nb = 1;  ///< key blocks per head: Lkp / chunk when causal or packed, else 1
-    index_t nm = 1;  ///< blocks of the running-maximum scan: ⌈Lkp / chunk⌉
+    index_t d = 0, m = 0, P = 0, F = 0, dv = 0;
+    index_t dv1 = 0;  ///< value_columns(dv): [v, 1] and zero padding
+    index_t nb = 1;   ///< key blocks per head: Lkp / chunk when causal or packed, else 1
+    index_t nm = 1;   ///< blocks of the running-maximum scan: ⌈Lkp / chunk⌉
     bool causal = false;
     const index_t* key_lengths = nullptr;  ///< per batch entry (system memory), or nullptr
     const index_t* chunk_token = nullptr;  ///< packed: first token of chunk c, or nullptr
@@ -224,7 +230,7 @@ struct value_rows {
         const W kw = valid ? rescale<Map>(ck[r], E[p * g.nb + j / g.block()]) : W(0);
         const T* src = valid ? v.row(p / g.heads, p % g.heads, g.token(j, g.Lk)) : nullptr;
         for (index_t c = Ops::lane(); c < g.dv1; c += Ops::lanes) {
-            const W val = !valid ? W(0) : c < g.dv ? static_cast<W>(src[c]) : W(1);
+            const W val = !valid ? W(0) : c < g.dv ? static_cast<W>(src[c]) : c == g.dv ? W(1) : W(0);
             V1w[r * g.dv1 + c] = kw * val;
             if (V1) V1[r * g.dv1 + c] = val;
         }

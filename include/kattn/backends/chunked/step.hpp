@@ -43,7 +43,7 @@ struct step_state {
     double* S;
     double* z;
     KATTN_HD void operator()(index_t idx) const {
-        const index_t c = idx % g.dv1, f = (idx / g.dv1) % g.F, p = idx / (g.dv1 * g.F);
+        const index_t w = g.dv + 1, c = idx % w, f = (idx / w) % g.F, p = idx / (w * g.F);
         const double add = fac[2 * p + 1] * double(phk[p * g.F + f]);
         double* s = c < g.dv ? S + (p * g.F + f) * g.dv + c : z + p * g.F + f;
         const double val = c < g.dv ? double(static_cast<W>(v.row(p / g.heads, p % g.heads, 0)[c])) : 1.0;
@@ -86,7 +86,7 @@ void step(const System& sys, const spectral<Map, W>& sp, const geometry& g, cons
     const auto fq = row_features<Map, W>(sys, sp, g, q, 1, false, true, scale);
     auto fac = sys.template make_buffer<double>(2 * n);
     sys.launch(n, step_reference<Map, W>{fk.shift.data(), st.C, st.steps, fac.data()});
-    sys.launch(n * g.F * g.dv1, step_state<T, W>{g, v, fk.phi.data(), fac.data(), st.S, st.z});
+    sys.launch(n * g.F * (g.dv + 1), step_state<T, W>{g, v, fk.phi.data(), fac.data(), st.S, st.z});
     sys.launch(n * g.dv, step_output<Map, T, W>{g, eps, fq.phi.data(), st.S, st.z, out});
 }
 
