@@ -1,6 +1,7 @@
 // chunked backend: agreement with the reference oracle for every map × {non-causal,
 // causal} × {all keys, padded} (L = 1, 7, 150: one token, one partial chunk, 64 + 64 + 22)
-// and every map × packed documents (1 to 136 tokens each),
+// and every map × packed documents (1 to 136 tokens each), packed documents across the
+// causal scans' segments (66 chunks),
 // features(), q_len ≠ k_len, the device-resident call on [B, H, L, d], [B, L, H, d] and
 // interleaved views (same bits as the operator), a 1,000-token causal sequence,
 // causal safety of the stabiliser, bitwise run-to-run (and on the host, thread-count)
@@ -193,6 +194,32 @@ TEST_CASE_TEMPLATE_DEFINE(
     }
 }
 TEST_CASE_TEMPLATE_APPLY(kt_chunked_packed_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
+
+TEST_CASE_TEMPLATE("chunked backend: packed documents across the chunk scans' segments (16 chunks each)", Map,
+                   features::favor, features::elu) {
+    // 66 chunks, so 5 segments of the causal scans (chunked/scans.hpp) and their carries:
+    // 30 tokens (chunk 0), 1,100 (chunks 1-18: across the first segment edge), 1 (chunk 19),
+    // 768 (chunks 20-31: ending at a segment's last chunk), 2,000 (chunks 32-63: two
+    // whole segments from an edge) and 100 (chunks 64-65). favor rescales between blocks
+    // (stabiliser references), elu does not.
+    const std::vector<index_t> cu{0, 30, 1130, 1131, 1899, 3899, 3999};
+    const packed_sequences docs{cu};
+    const auto q = randn<double, 4>({1, 2, 3999, 8}, 5, 0.5), k = randn<double, 4>({1, 2, 3999, 8}, 6, 0.5);
+    const auto v = randn<double, 4>({1, 2, 3999, 5}, 7), G = randn<double, 4>({1, 2, 3999, 5}, 8);
+    const attn<Map, double, backends::reference> ar(kt::case_config<Map>());
+    const attn<Map, double, chunked_backend> ac(kt::case_config<Map>());
+    for (bool causal : {false, true}) {
+        INFO(Map::name, " causal=", causal);
+        const auto orf = causal ? ar(q, k, v, kattn::causal, docs) : ar(q, k, v, docs);
+        CHECK(rel_err(causal ? ac(q, k, v, kattn::causal, docs) : ac(q, k, v, docs), orf) < 1e-10);
+        const auto gr = causal ? ar.backward(q, k, v, G, kattn::causal, docs) : ar.backward(q, k, v, G, docs);
+        const auto gc = causal ? ac.backward(q, k, v, G, kattn::causal, docs) : ac.backward(q, k, v, G, docs);
+        CHECK(rel_err(gc.dq, gr.dq) < 1e-10);
+        CHECK(rel_err(gc.dk, gr.dk) < 1e-10);
+        CHECK(rel_err(gc.dv, gr.dv) < 1e-10);
+        CHECK(rel_err(gc.d_omega, gr.d_omega) < 1e-10);
+    }
+}
 
 TEST_CASE("chunked backend: packed documents through the device-resident call (cu_seqlens in system memory)") {
     const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 21};
