@@ -3,7 +3,7 @@
 //
 //   bench_cuda [--L 1024,4096,16384,65536,262144] [--heads 8] [--d 64] [--m 256]
 //              [--repeats 5] [--budget 240] [--no-fla] [--no-favor] [--precision float|bf16|all]
-//              [--mask full|causal|all] [--no-ceilings] [--json PATH]
+//              [--mask full|causal|all] [--no-ceilings] [--three-pass] [--json PATH]
 //
 // The selection options serve profiling (one case under ncu); --no-ceilings skips the
 // ceiling measurements and records them as 0 (the % column is then meaningless).
@@ -22,8 +22,9 @@
 // gaps between the call's kernels; 0 if the capture failed). TFLOP/s use the products the algorithm executes (flop_model below,
 // the backward including its recomputed forward); GB/s the bytes of the inputs and
 // outputs; peak memory the stream-ordered pool's high-water mark plus the caller's
-// tensors, beside the scratch the call says it needs (device_workspace_bytes). A
-// benchmark, not a test.
+// tensors, beside the scratch the call says it needs (device_workspace_bytes). φ is built
+// by the one-kernel path (cuda_system::fused_features) unless --three-pass; the JSON says
+// which ("fused_features"). A benchmark, not a test.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -61,6 +62,7 @@ struct options {
     bool fla = true, favor = true, ceilings = true;
     bool float_rows = true, bf16_rows = true;  ///< --precision float|bf16|all
     bool full = true, causal = true;           ///< --mask full|causal|all
+    bool fused_features = true;                ///< --three-pass: cuda_system::fused_features = false
     std::string json;
 };
 
@@ -96,6 +98,8 @@ options parse(int argc, char** argv) {
             o.favor = false;
         else if (a == "--no-ceilings")
             o.ceilings = false;
+        else if (a == "--three-pass")
+            o.fused_features = false;
         else if (a == "--precision") {
             const std::string v = next();
             o.float_rows = v == "float" || v == "all";
@@ -110,7 +114,7 @@ options parse(int argc, char** argv) {
             std::fprintf(stderr,
                          "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
                          "[--budget S] [--no-fla] [--no-favor] [--precision float|bf16|all] [--mask full|causal|all] "
-                         "[--no-ceilings] [--json PATH]\n");
+                         "[--no-ceilings] [--three-pass] [--json PATH]\n");
             std::exit(a == "--help" || a == "-h" ? 0 : 2);
         }
     }
@@ -292,7 +296,8 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
         owned_stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
         ~owned_stream() { cudaStreamDestroy(s); }
     } stream;  // a stream of its own: graph capture needs one other than the legacy default
-    const kb::cuda_system sys{stream.s, products};
+    kb::cuda_system sys{stream.s, products};
+    sys.fused_features = o.fused_features;
     const kb::device_parameters<Map, W, kb::cuda_system> params(sys, op.spectral());
     const index_t n = B * H * L * d;
     cudaMemPool_t pool;
@@ -362,7 +367,8 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
     std::ofstream js(o.json);
     js << "{\n  \"benchmark\": \"bench_cuda\",\n  \"device\": \"" << prop.name
        << "\",\n  \"gemm_tf32_tflops\": " << tf32 << ",\n  \"gemm_bf16_tflops\": " << bf16
-       << ",\n  \"gemm_fp32_tflops\": " << fp32 << ",\n  \"copy_gbps\": " << copy << ",\n  \"results\": [\n";
+       << ",\n  \"gemm_fp32_tflops\": " << fp32 << ",\n  \"copy_gbps\": " << copy
+       << ",\n  \"fused_features\": " << (o.fused_features ? "true" : "false") << ",\n  \"results\": [\n";
     for (std::size_t i = 0; i < res.size(); ++i) {
         const auto& r = res[i];
         js << "    {\"op\": \"linear_attention\", \"pass\": \"" << r.op << "\", \"map\": \"" << r.map

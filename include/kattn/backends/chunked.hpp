@@ -219,7 +219,7 @@ struct chunked {
         const auto g = ci::check_extents<Map>(sys, params.head_dim(), params.num_features(), batch, heads, q_len, k_len,
                                               value_dim, o, offsets);
         detail::workspace_tally tally;
-        const detail::sizing_system sizing{&tally, detail::mirror_copies<System>()};
+        detail::sizing_system sizing{&tally, detail::mirror_copies<System>()};
         const auto rows = [&](index_t len, index_t dim) {
             return strided_view<W>{nullptr, batch, heads, len, dim, 0, 0, 0};
         };
@@ -227,6 +227,8 @@ struct chunked {
         const strided_view<const W> q = rows(q_len, params.head_dim()), k = rows(k_len, params.head_dim()),
                                     v = rows(k_len, value_dim);
         const auto sp = params.view();
+        if constexpr (requires { sys.projects_rows(g.d, g.P, sp.omega); })
+            sizing.projected_rows = sys.projects_rows(g.d, g.P, sp.omega);
         const W scale = W(o.input_scale), eps = W(o.eps);
         if (pass == device_pass::forward) {
             with_tables(sizing, g, offsets,

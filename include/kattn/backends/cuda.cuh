@@ -20,12 +20,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "../core/error.hpp"
 #include "chunked.hpp"
+#include "projected_rows.cuh"
 #include "warp_ops.cuh"
 
 namespace kattn::detail {
@@ -125,6 +127,26 @@ inline cublasHandle_t cublas_handle() {
     return cache.h[std::size_t(dev)];
 }
 
+/// What the projected-rows kernel needs of the current device: its compute capability's
+/// major version and the shared memory a block may opt into (cached per thread and device).
+struct cuda_device_limits {
+    int major = 0;
+    int shared_optin = 0;
+};
+inline cuda_device_limits device_limits() {
+    thread_local std::vector<cuda_device_limits> cache;
+    int dev = 0;
+    cuda_check(cudaGetDevice(&dev), "cudaGetDevice");
+    if (cache.size() <= std::size_t(dev)) cache.resize(std::size_t(dev) + 1);
+    auto& l = cache[std::size_t(dev)];
+    if (l.major == 0) {
+        cuda_check(cudaDeviceGetAttribute(&l.major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute");
+        cuda_check(cudaDeviceGetAttribute(&l.shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
+                   "cudaDeviceGetAttribute");
+    }
+    return l;
+}
+
 inline int cublas_int(index_t v, const char* what) {
     if (v < 0 || v > INT_MAX)
         throw kattn::error(std::string("kattn: CUDA backend: ") + what + " = " + std::to_string(v) +
@@ -146,6 +168,9 @@ struct cuda_system {
     float_gemm float_math = float_gemm::tf32;
     /// Scratch memory from the caller (backends/workspace.hpp), or cudaMallocAsync.
     workspace_allocator allocator{};
+    /// Build φ in one kernel where it applies (launch_projected_rows); false keeps the
+    /// three passes of gather, cuBLAS projection and activation.
+    bool fused_features = true;
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -174,6 +199,43 @@ struct cuda_system {
         const index_t blocks = std::min<index_t>((n + rows_per_block - 1) / rows_per_block, index_t(1) << 20);
         detail::for_each_row<<<unsigned(blocks), threads, 0, stream>>>(n, fn);
         detail::cuda_check(cudaGetLastError(), "kernel launch");
+    }
+
+    /// For every row r < n: gather.load(r, x), u = x·Ω (Ω: d × P, row-major), then
+    /// act.apply(r, x, u), in one kernel with x and u in shared memory
+    /// (backends/projected_rows.cuh); both functors written for row_ops. The product
+    /// rounds its inputs to TF32, so it runs only when float products are not exact
+    /// (float_math ≠ fp32). Returns false, having done nothing, where the kernel does not
+    /// apply (fused_features off, shape, alignment, device); the caller then runs the
+    /// three passes.
+    template <class Gather, class Act>
+    bool launch_projected_rows(index_t n, index_t d, index_t P, const float* omega, const Gather& gather,
+                               const Act& act) const {
+        if (!projects_rows(d, P, omega)) return false;
+        if (n <= 0) return true;
+        const std::size_t bytes = detail::projected_shared_bytes(int(d), int(P));
+        const auto kernel = detail::projected_rows_kernel<Gather, Act>;
+        if (bytes > 48 * 1024)
+            detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+                               "cudaFuncSetAttribute");
+        const index_t tiles = (n + detail::projected_tile_rows - 1) / detail::projected_tile_rows;
+        const index_t blocks = std::min<index_t>(tiles, index_t(1) << 20);
+        kernel<<<unsigned(blocks), detail::projected_threads, bytes, stream>>>(n, int(d), int(P), omega, gather, act);
+        detail::cuda_check(cudaGetLastError(), "kernel launch");
+        return true;
+    }
+
+    /// Whether launch_projected_rows runs for inputs of d columns and Ω (d × P) at omega:
+    /// fused_features on, non-exact float products, d a multiple of 8 and P of 16 (at most
+    /// 4,096 each), Ω 32-byte aligned, a device of compute capability 8.0 or newer with the
+    /// shared memory for the tiles. The workspace query asks it too, to count what the call
+    /// will allocate.
+    bool projects_rows(index_t d, index_t P, const float* omega) const {
+        if (!fused_features || float_math == float_gemm::fp32 || d <= 0 || d % 8 != 0 || P <= 0 || P % 16 != 0 ||
+            d > 4096 || P > 4096 || reinterpret_cast<std::uintptr_t>(omega) % 32 != 0)
+            return false;
+        const auto lim = detail::device_limits();
+        return lim.major >= 8 && detail::projected_shared_bytes(int(d), int(P)) <= std::size_t(lim.shared_optin);
     }
 
     /// Row-major C_i = op(A_i)·op(B_i) as the column-major product C_iᵀ = op(B_i)ᵀ·op(A_i)ᵀ.

@@ -3,7 +3,9 @@
 // Per head (problem), with φ at each row's own stabiliser shift and key shifts c_j:
 //   projections   U = (s·X)·Ω for the query rows, then the key rows: one GEMM per row
 //                 block of up to 65,536 rows (X and U exist for one block at a time)
-//   features      φ and the shifts, one functor call per row (the maps' row functions)
+//   features      φ and the shifts, one functor call per row (the maps' row functions);
+//                 a system with launch_projected_rows does gather, projection and
+//                 activation in one pass instead (cuda_system: X and U stay on chip)
 //   references    the running maximum R of the key shifts (a blocked scan of exact maxima),
 //                 block references E_b and query references C_i
 //   non-causal    S = Φ_Kᵀ·(kw ⊙ [V, 1]) (F × (dv+1): the ones column gives z),
@@ -85,24 +87,35 @@ void state_product(const System& sys, index_t F, index_t dv1, index_t K, const W
     sys.launch(problems * n, sum_slabs<W>{part.data(), slabs, n, S});
 }
 
-/// φ (and the stabiliser shifts) of every row of x, padded to Lp rows per problem, built
-/// in row blocks: gather X, project U = X·Ω, activate (X and U exist for one block).
+/// φ (and the stabiliser shifts) of every row of x, padded to Lp rows per problem: in one
+/// pass where the system can (launch_projected_rows: X and U never leave the chip),
+/// otherwise in row blocks: gather X, project U = X·Ω, activate (X and U exist for one block).
 template <class Map, class W, class System, class T>
 feature_block<System, W> row_features(const System& sys, const spectral<Map, W>& sp, const geometry& g,
                                       const backends::strided_view<const T>& x, index_t Lp, bool keys, bool stabilise,
                                       W scale) {
     const index_t rows = g.problems * Lp, blk = std::min(rows, row_block);
     feature_block<System, W> out{sys.template make_buffer<W>(rows * g.F), sys.template make_buffer<W>(rows)};
+    using ops = system_row_ops<System>;
+    const gather_rows<T, W, ops> gather{g, x, Lp, scale, nullptr, 0};
+    const activate_rows<Map, W, ops> act{
+        sp, g, Lp, x.len, keys, stabilise, nullptr, nullptr, out.phi.data(), out.shift.data(), 0};
+    if constexpr (requires { sys.launch_projected_rows(rows, g.d, g.P, sp.omega, gather, act); })
+        if (sys.launch_projected_rows(rows, g.d, g.P, sp.omega, gather, act)) return out;
     auto X = sys.template make_buffer<W>(blk * g.d);
     auto U = sys.template make_buffer<W>(blk * g.P);
     for (index_t r0 = 0; r0 < rows; r0 += blk) {
         const index_t nr = std::min(blk, rows - r0);
-        detail::launch_rows(sys, nr, gather_rows<T, W, system_row_ops<System>>{g, x, Lp, scale, X.data(), r0});
+        auto gb = gather;
+        gb.X = X.data();
+        gb.first = r0;
+        auto ab = act;
+        ab.X = X.data();
+        ab.U = U.data();
+        ab.first = r0;
+        detail::launch_rows(sys, nr, gb);
         project_rows(sys, sp, g, X.data(), U.data(), nr);
-        detail::launch_rows(
-            sys, nr,
-            activate_rows<Map, W, system_row_ops<System>>{sp, g, Lp, x.len, keys, stabilise, X.data(), U.data(),
-                                                          out.phi.data(), out.shift.data(), r0});
+        detail::launch_rows(sys, nr, ab);
     }
     return out;
 }

@@ -88,9 +88,10 @@ struct gather_rows {
     W scale;
     W* X;
     index_t first = 0;
-    KATTN_HD void operator()(index_t i) const {
+    KATTN_HD void operator()(index_t i) const { load(i, X + i * x.dim); }
+    /// Row first + i into dst (x.dim elements).
+    KATTN_HD void load(index_t i, W* dst) const {
         const index_t r = first + i, p = r / Lp, d = x.dim, tok = g.token(r % Lp, x.len);
-        W* dst = X + i * d;
         if (tok < 0) {
             for (index_t c = Ops::lane(); c < d; c += Ops::lanes) dst[c] = W(0);
             return;
@@ -114,7 +115,9 @@ struct activate_rows {
     W* phi;
     W* shift;  ///< or nullptr
     index_t first = 0;
-    KATTN_HD void operator()(index_t i) const {
+    KATTN_HD void operator()(index_t i) const { apply(i, X + i * g.d, U + i * g.P); }
+    /// φ of row first + i from its scaled input x and projection u (wherever they are held).
+    KATTN_HD void apply(index_t i, const W* x, const W* u) const {
         const index_t r = first + i, p = r / Lp, l = r % Lp, tok = g.token(l, L);
         W* ph = phi + r * g.F;
         if (tok < 0 || (keys && tok >= g.keys(p))) {
@@ -122,8 +125,6 @@ struct activate_rows {
             if (shift && Ops::lane() == 0) shift[r] = keys ? neg_inf<W>() : W(0);
             return;
         }
-        const W* x = X + i * g.d;
-        const W* u = U + i * g.P;
         W c = W(0);
         if constexpr (Map::has_stabiliser)
             if (stabilise) c = Map::template row_shift<Ops>(s.params, g.d, g.m, x, u, s.bias);

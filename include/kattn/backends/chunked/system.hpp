@@ -16,6 +16,10 @@
 //                         all calling fn(r) and splitting the row's elements through the
 //                         row-ops policy `row_ops` (cuda_system: a warp per row, warp_ops);
 //                         without them, rows go through launch with scalar_ops.
+//   launch_projected_rows(n, d, P, omega, gather, act) -> bool
+//                         φ's three passes (gather, U = X·Ω, activate) in one, X and U
+//                         held on chip; false where it does not apply, and the three
+//                         passes run instead (cuda_system: backends/projected_rows.cuh).
 // host_system runs everything on the calling
 // process's OpenMP threads: every output element is computed by one thread in a fixed
 // order, so results are bitwise independent of the thread count. CUDA: backends/cuda.cuh.
@@ -313,7 +317,8 @@ struct sizing_system {
     template <class W>
     using buffer = sizing_buffer<W>;
     workspace_tally* tally;
-    bool count_mirrors = true;  ///< the sized system's mirror() allocates
+    bool count_mirrors = true;    ///< the sized system's mirror() allocates
+    bool projected_rows = false;  ///< the sized system builds φ in one pass (float)
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -324,6 +329,12 @@ struct sizing_system {
     template <class W>
     void gemm(bool, bool, index_t, index_t, index_t, const W*, index_t, index_t, const W*, index_t, index_t, W*,
               index_t, index_t, index_t, bool = false) const {}
+    /// Takes the one-pass path exactly where the sized system would (for float, whose Ω
+    /// is a float pointer), so that the count leaves out the three passes' buffers.
+    template <class Gather, class Act>
+    bool launch_projected_rows(index_t, index_t, index_t, const float*, const Gather&, const Act&) const {
+        return projected_rows;
+    }
     template <class T>
     sizing_mirror<T> mirror(const T* p, index_t n) const {
         return {sizing_buffer<T>(count_mirrors ? n : 0, tally), p};

@@ -1,0 +1,90 @@
+// kattn/backends/projected_rows.cuh — gather, project and activate rows in one kernel (nvcc only).
+//
+// Building φ as three passes (gather X, the product U = X·Ω, the maps' row functions on U)
+// writes and reads X and U through device memory: at d = 64, m = 256 that traffic is five
+// times φ's own. This kernel keeps both in shared memory instead. Each thread block takes
+// tiles of 32 rows:
+//   1. every warp gathers rows into the tile X_s (gather.load(r, x): one warp per row);
+//   2. U_s = X_s·Ω on tensor cores (WMMA m16n16k8, inputs rounded to TF32, FP32
+//      accumulation), each warp owning column tiles of 16 and every row tile;
+//   3. every warp applies the map's row functions to its rows (act.apply(r, x, u)), which
+//      write φ and the shift to device memory.
+// The functors are the chunked backend's gather_rows and activate_rows written for
+// warp_ops, so no map has a kernel of its own. Every output is written by one warp in a
+// fixed order: the same bits on every run. cuda_system::launch_projected_rows chooses it
+// (float, non-exact products, d a multiple of 8, P of 16, a device of compute capability
+// 8.0 or newer, the tiles within the shared memory a block may have) and otherwise reports
+// that the three passes are to be run.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cstddef>
+
+#include "../core/config.hpp"
+
+namespace kattn::detail {
+
+/// Rows per tile of the projected-rows kernel, and its threads per block.
+inline constexpr int projected_tile_rows = 32;
+inline constexpr int projected_threads = 256;
+
+/// Leading dimensions of the shared arrays: 4 floats of padding spread a column's rows over
+/// the banks and keep every 16-row tile 32-byte aligned, as WMMA needs.
+__host__ __device__ inline int projected_ld(int n) { return n + 4; }
+
+/// Shared memory of one block for inputs of d columns and projections of P columns: the
+/// input tile and the projection tile.
+inline std::size_t projected_shared_bytes(int d, int P) {
+    return sizeof(float) * std::size_t(projected_tile_rows) * std::size_t(projected_ld(d) + projected_ld(P));
+}
+
+template <class Gather, class Act>
+__global__ void __launch_bounds__(projected_threads)
+    projected_rows_kernel(index_t n, int d, int P, const float* __restrict__ omega, Gather gather, Act act) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    namespace wmma = nvcuda::wmma;
+    constexpr int R = projected_tile_rows, row_tiles = R / 16;
+    extern __shared__ __align__(128) float projected_smem[];
+    const int ldx = projected_ld(d), ldu = projected_ld(P);
+    float* xs = projected_smem;
+    float* us = xs + R * ldx;
+    const int warp = int(threadIdx.x) / 32, warps = int(blockDim.x) / 32, lane = int(threadIdx.x) % 32;
+    for (index_t r0 = index_t(blockIdx.x) * R; r0 < n; r0 += index_t(gridDim.x) * R) {
+        for (int i = warp; i < R; i += warps) {
+            if (r0 + i < n) {
+                gather.load(r0 + i, xs + i * ldx);
+            } else {
+                for (int c = lane; c < d; c += 32) xs[i * ldx + c] = 0.0f;
+            }
+        }
+        __syncthreads();
+        for (int tc = warp; tc < P / 16; tc += warps) {
+            wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[row_tiles];
+            for (int t = 0; t < row_tiles; ++t) wmma::fill_fragment(acc[t], 0.0f);
+            for (int k = 0; k < d; k += 8) {
+                wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
+                wmma::load_matrix_sync(b, omega + index_t(k) * P + tc * 16, unsigned(P));
+                for (int e = 0; e < b.num_elements; ++e) b.x[e] = wmma::__float_to_tf32(b.x[e]);
+                for (int t = 0; t < row_tiles; ++t) {
+                    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
+                    wmma::load_matrix_sync(a, xs + t * 16 * ldx + k, unsigned(ldx));
+                    for (int e = 0; e < a.num_elements; ++e) a.x[e] = wmma::__float_to_tf32(a.x[e]);
+                    wmma::mma_sync(acc[t], a, b, acc[t]);
+                }
+            }
+            for (int t = 0; t < row_tiles; ++t)
+                wmma::store_matrix_sync(us + t * 16 * ldu + tc * 16, acc[t], unsigned(ldu), wmma::mem_row_major);
+        }
+        __syncthreads();
+        for (int i = warp; i < R; i += warps)
+            if (r0 + i < n) act.apply(r0 + i, xs + i * ldx, us + i * ldu);
+        __syncthreads();
+    }
+#else
+    (void)n, (void)d, (void)P, (void)omega, (void)gather, (void)act;
+#endif
+}
+
+}  // namespace kattn::detail
