@@ -3,10 +3,13 @@
 //
 //   bench_cuda [--L 1024,4096,16384,65536,262144] [--heads 8] [--d 64] [--m 256]
 //              [--repeats 5] [--budget 240] [--no-fla] [--no-favor] [--precision float|bf16|all]
-//              [--mask full|causal|all] [--no-ceilings] [--three-pass] [--json PATH]
+//              [--mask full|causal|all] [--no-ceilings] [--three-pass] [--pass forward|all]
+//              [--json PATH]
 //
-// The selection options serve profiling (one case under ncu); --no-ceilings skips the
-// ceiling measurements and records them as 0 (the % column is then meaningless).
+// The selection options serve profiling (one case under ncu; --pass forward leaves out the
+// forward+backward call, so that with --repeats 1 a profile holds 4 forward calls: the
+// warm-up and timed call, plain and from the graph); --no-ceilings skips the ceiling
+// measurements and records them as 0 (the % column is then meaningless).
 //
 // Ceilings, measured first: cuBLAS GEMM TFLOP/s on 8192² (TF32, BF16 inputs with FP32
 // accumulation, exact FP32) and device-to-device copy bandwidth (cudaMemcpyAsync of
@@ -63,6 +66,7 @@ struct options {
     bool float_rows = true, bf16_rows = true;  ///< --precision float|bf16|all
     bool full = true, causal = true;           ///< --mask full|causal|all
     bool fused_features = true;                ///< --three-pass: cuda_system::fused_features = false
+    int passes = 2;                            ///< --pass forward (1) | all (2: also forward+backward)
     std::string json;
 };
 
@@ -100,7 +104,14 @@ options parse(int argc, char** argv) {
             o.ceilings = false;
         else if (a == "--three-pass")
             o.fused_features = false;
-        else if (a == "--precision") {
+        else if (a == "--pass") {
+            const std::string v = next();
+            if (v != "forward" && v != "all") {
+                std::fprintf(stderr, "bench_cuda: --pass forward|all, not %s\n", v.c_str());
+                std::exit(2);
+            }
+            o.passes = v == "forward" ? 1 : 2;
+        } else if (a == "--precision") {
             const std::string v = next();
             o.float_rows = v == "float" || v == "all";
             o.bf16_rows = v == "bf16" || v == "all";
@@ -114,7 +125,7 @@ options parse(int argc, char** argv) {
             std::fprintf(stderr,
                          "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
                          "[--budget S] [--no-fla] [--no-favor] [--precision float|bf16|all] [--mask full|causal|all] "
-                         "[--no-ceilings] [--three-pass] [--json PATH]\n");
+                         "[--no-ceilings] [--three-pass] [--pass forward|all] [--json PATH]\n");
             std::exit(a == "--help" || a == "-h" ? 0 : 2);
         }
     }
@@ -321,7 +332,7 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     const double P = double(Map::projection_dim(m)), F = double(Map::feature_dim(m));
     const flop_model fm = model(double(B * H), double(L), double(d), P, F, double(d), causal);
     const double io_bytes = double(n) * sizeof(T);
-    for (int pass = 0; pass < 2; ++pass) {
+    for (int pass = 0; pass < o.passes; ++pass) {
         std::uint64_t zero = 0;
         check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero), "pool high-water reset");
         const double s = pass == 0 ? time_median(o.repeats, forward, stream.s) : time_median(o.repeats, step, stream.s);

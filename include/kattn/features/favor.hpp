@@ -40,6 +40,19 @@ struct favor : map_base {
         return umax - T(0.5) * Ops::dot(d, x, x);
     }
 
+    /// φ_l = m^{-1/2} exp((u_l − umax) + a).
+    template <class Ops, class T>
+    KATTN_HD static void exponentials(index_t m, const T* u, T umax, T a, T* phi) {
+        const T c = T(1) / std::sqrt(T(m));
+        Ops::transform(
+            m, phi,
+            [a, c, umax](auto ui) {
+                using V = decltype(ui);
+                return V(c) * math::exp((ui - V(umax)) + V(a));
+            },
+            u);
+    }
+
     /// Row exponent maximum: c = max_l u_l − ‖x‖²/2.
     template <class Ops, class T>
     KATTN_HD static T row_shift(const params&, index_t d, index_t m, const T* x, const T* u, const T*) {
@@ -51,15 +64,18 @@ struct favor : map_base {
     KATTN_HD static void activate(const params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
                                   T* phi) {
         const T umax = Ops::max(m, u);
-        const T a = exponent_max<Ops>(d, x, umax) - shift;
-        const T c = T(1) / std::sqrt(T(m));
-        Ops::transform(
-            m, phi,
-            [a, c, umax](auto ui) {
-                using V = decltype(ui);
-                return V(c) * math::exp((ui - V(umax)) + V(a));
-            },
-            u);
+        exponentials<Ops>(m, u, umax, exponent_max<Ops>(d, x, umax) - shift, phi);
+    }
+
+    /// φ at the row's own shift c = row_shift(…), returning c: the bits of row_shift then
+    /// activate(c), with the row's maximum and ‖x‖² computed once.
+    template <class Ops, class T>
+    KATTN_HD static T activate_own_shift(const params&, index_t d, index_t m, const T* x, const T* u, const T*,
+                                         T* phi) {
+        const T umax = Ops::max(m, u);
+        const T e = exponent_max<Ops>(d, x, umax);
+        exponentials<Ops>(m, u, umax, e - e, phi);
+        return e;
     }
 
     /// du_l = dφ_l φ_l;  dx −= (Σ_l dφ_l φ_l) x.

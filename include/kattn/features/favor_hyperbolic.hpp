@@ -38,11 +38,37 @@ struct favor_hyperbolic : map_base {
         return abs_max(m, u) - T(0.5) * Ops::dot(d, x, x);
     }
 
+    /// max_l |u_l| through the row ops, with phi[0, m) as scratch (it is overwritten next):
+    /// the same value as abs_max (a maximum is exact), without every lane of a row walking
+    /// the whole row.
+    template <class Ops, class T>
+    KATTN_HD static T abs_max_into(index_t m, const T* u, T* scratch) {
+        Ops::transform(
+            m, scratch, [](auto ui) { return math::abs(ui); }, u);
+        return Ops::max(m, scratch);
+    }
+
     template <class Ops, class T>
     KATTN_HD static void activate(const params&, index_t d, index_t m, const T* x, const T* u, const T*, T shift,
                                   T* phi) {
-        const T mx = abs_max(m, u);
-        const T a = (mx - T(0.5) * Ops::dot(d, x, x)) - shift;  // rounds as row_shift does
+        const T mx = abs_max_into<Ops>(m, u, phi);
+        exponentials<Ops>(m, u, mx, (mx - T(0.5) * Ops::dot(d, x, x)) - shift, phi);  // rounds as row_shift does
+    }
+
+    /// φ at the row's own shift c = row_shift(…), returning c: the bits of row_shift then
+    /// activate(c), with max |u| and ‖x‖² computed once.
+    template <class Ops, class T>
+    KATTN_HD static T activate_own_shift(const params&, index_t d, index_t m, const T* x, const T* u, const T*,
+                                         T* phi) {
+        const T mx = abs_max_into<Ops>(m, u, phi);
+        const T e = mx - T(0.5) * Ops::dot(d, x, x);
+        exponentials<Ops>(m, u, mx, e - e, phi);
+        return e;
+    }
+
+    /// φ⁺_l = (2m)^{-1/2} exp((u_l − mx) + a), φ⁻_l = (2m)^{-1/2} exp((−u_l − mx) + a).
+    template <class Ops, class T>
+    KATTN_HD static void exponentials(index_t m, const T* u, T mx, T a, T* phi) {
         const T c = T(1) / std::sqrt(T(2 * m));
         Ops::transform(
             m, phi,

@@ -95,6 +95,23 @@ struct feature_map_traits {
 
 namespace detail {
 
+/// φ of one row at the row's own stabiliser shift c = F::row_shift(…), returning c. A map
+/// may provide `activate_own_shift<Ops>(p, d, m, x, u, b, phi) -> T` that computes the
+/// row's reductions once (favor: the maximum of u and ‖x‖², which activate recomputes);
+/// it must give the bits of row_shift then activate (tests/features/test_own_shift.cpp).
+/// Otherwise the two calls run.
+template <class F, class Ops, class T>
+KATTN_HD T activate_own_shift(const map_params_t<F>& p, index_t d, index_t m, const T* x, const T* u, const T* b,
+                              T* phi) {
+    if constexpr (requires { F::template activate_own_shift<Ops>(p, d, m, x, u, b, phi); }) {
+        return F::template activate_own_shift<Ops>(p, d, m, x, u, b, phi);
+    } else {
+        const T c = F::template row_shift<Ops>(p, d, m, x, u, b);
+        F::template activate<Ops>(p, d, m, x, u, b, c, phi);
+        return c;
+    }
+}
+
 /// Writes v into the member `get` selects in p (or in p.inner: positive<F>'s parameters of
 /// F); false when neither has one. `get` is a generic lambda returning the member by
 /// reference, SFINAE-friendly (the selectors of detail::field below).

@@ -127,7 +127,11 @@ struct activate_rows {
         }
         W c = W(0);
         if constexpr (Map::has_stabiliser)
-            if (stabilise) c = Map::template row_shift<Ops>(s.params, g.d, g.m, x, u, s.bias);
+            if (stabilise) {  // row_shift then activate, the row's reductions made once
+                c = activate_own_shift<Map, Ops>(s.params, g.d, g.m, x, u, s.bias, ph);
+                if (shift && Ops::lane() == 0) shift[r] = c;
+                return;
+            }
         Map::template activate<Ops>(s.params, g.d, g.m, x, u, s.bias, c, ph);
         if (shift && Ops::lane() == 0) shift[r] = c;
     }

@@ -1,6 +1,7 @@
 // kattn/backends/thrust/features.hpp — φ of the query and key rows (one functor call per row).
 #pragma once
 
+#include "../../features/feature_map.hpp"
 #include "common.hpp"
 
 namespace kattn::detail::thrust_impl {
@@ -45,7 +46,11 @@ struct feature_rows {
             for (index_t p = 0; p < P; ++p) u[p] += x[i] * s.omega[i * P + p];
         W c = W(0);
         if constexpr (Map::has_stabiliser)
-            if (stabilise) c = Map::template row_shift<scalar_ops>(s.params, d, s.m, x, u, s.bias);
+            if (stabilise) {
+                c = activate_own_shift<Map, scalar_ops>(s.params, d, s.m, x, u, s.bias, ph);
+                if (shift) shift[r] = c;
+                return;
+            }
         Map::template activate<scalar_ops>(s.params, d, s.m, x, u, s.bias, c, ph);
         if (shift) shift[r] = c;
     }
