@@ -55,10 +55,9 @@ void check_rows() {
 }
 
 template <class Map>
-constexpr bool has_one_pass =
-    requires(const kattn::map_params_t<Map>& p, const double* c, double* o) {
-        Map::template activate_own_shift<ops>(p, index_t(1), index_t(1), c, c, c, o);
-    };
+constexpr bool has_one_pass = requires(const kattn::map_params_t<Map>& p, const double* c, double* o) {
+    Map::template activate_own_shift<ops>(p, index_t(1), index_t(1), c, c, c, o);
+};
 
 }  // namespace
 
