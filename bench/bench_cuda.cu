@@ -3,8 +3,8 @@
 //
 //   bench_cuda [--L 1024,4096,16384,65536,262144] [--heads 8] [--d 64] [--m 256]
 //              [--repeats 5] [--budget 240] [--no-fla] [--no-favor] [--precision float|bf16|all]
-//              [--mask full|causal|all] [--no-ceilings] [--three-pass] [--pass forward|all]
-//              [--json PATH]
+//              [--mask full|causal|all] [--no-ceilings] [--three-pass] [--outputs tiled|products]
+//              [--pass forward|all] [--json PATH]
 //
 // The selection options serve profiling (one case under ncu; --pass forward leaves out the
 // forward+backward call, so that with --repeats 1 a profile holds 4 forward calls: the
@@ -26,8 +26,10 @@
 // the backward including its recomputed forward); GB/s the bytes of the inputs and
 // outputs; peak memory the stream-ordered pool's high-water mark plus the caller's
 // tensors, beside the scratch the call says it needs (device_workspace_bytes). φ is built
-// by the one-kernel path (cuda_system::fused_features) unless --three-pass; the JSON says
-// which ("fused_features"). A benchmark, not a test.
+// by the one-kernel path (cuda_system::fused_features) unless --three-pass; the forward's
+// output stage runs as cuda_system's default has it, or as --outputs says (tiled: one kernel
+// per 64 query rows, chunk_outputs.cuh; products: cuBLAS products and row passes). The JSON
+// says which ("fused_features", "fused_outputs"). A benchmark, not a test.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -63,10 +65,11 @@ struct options {
     long heads = 8, d = 64, m = 256, repeats = 5;
     double budget = 240;
     bool fla = true, favor = true, ceilings = true;
-    bool float_rows = true, bf16_rows = true;  ///< --precision float|bf16|all
-    bool full = true, causal = true;           ///< --mask full|causal|all
-    bool fused_features = true;                ///< --three-pass: cuda_system::fused_features = false
-    int passes = 2;                            ///< --pass forward (1) | all (2: also forward+backward)
+    bool float_rows = true, bf16_rows = true;              ///< --precision float|bf16|all
+    bool full = true, causal = true;                       ///< --mask full|causal|all
+    bool fused_features = true;                            ///< --three-pass: cuda_system::fused_features = false
+    bool fused_outputs = kb::cuda_system{}.fused_outputs;  ///< --outputs tiled|products
+    int passes = 2;                                        ///< --pass forward (1) | all (2: also forward+backward)
     std::string json;
 };
 
@@ -104,7 +107,14 @@ options parse(int argc, char** argv) {
             o.ceilings = false;
         else if (a == "--three-pass")
             o.fused_features = false;
-        else if (a == "--pass") {
+        else if (a == "--outputs") {
+            const std::string v = next();
+            if (v != "tiled" && v != "products") {
+                std::fprintf(stderr, "bench_cuda: --outputs tiled|products, not %s\n", v.c_str());
+                std::exit(2);
+            }
+            o.fused_outputs = v == "tiled";
+        } else if (a == "--pass") {
             const std::string v = next();
             if (v != "forward" && v != "all") {
                 std::fprintf(stderr, "bench_cuda: --pass forward|all, not %s\n", v.c_str());
@@ -122,10 +132,11 @@ options parse(int argc, char** argv) {
         } else if (a == "--json")
             o.json = next();
         else {
-            std::fprintf(stderr,
-                         "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
-                         "[--budget S] [--no-fla] [--no-favor] [--precision float|bf16|all] [--mask full|causal|all] "
-                         "[--no-ceilings] [--three-pass] [--pass forward|all] [--json PATH]\n");
+            std::fprintf(
+                stderr,
+                "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
+                "[--budget S] [--no-fla] [--no-favor] [--precision float|bf16|all] [--mask full|causal|all] "
+                "[--no-ceilings] [--three-pass] [--outputs tiled|products] [--pass forward|all] [--json PATH]\n");
             std::exit(a == "--help" || a == "-h" ? 0 : 2);
         }
     }
@@ -309,6 +320,7 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     } stream;  // a stream of its own: graph capture needs one other than the legacy default
     kb::cuda_system sys{stream.s, products};
     sys.fused_features = o.fused_features;
+    sys.fused_outputs = o.fused_outputs;
     const kb::device_parameters<Map, W, kb::cuda_system> params(sys, op.spectral());
     const index_t n = B * H * L * d;
     cudaMemPool_t pool;
@@ -379,7 +391,8 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
     js << "{\n  \"benchmark\": \"bench_cuda\",\n  \"device\": \"" << prop.name
        << "\",\n  \"gemm_tf32_tflops\": " << tf32 << ",\n  \"gemm_bf16_tflops\": " << bf16
        << ",\n  \"gemm_fp32_tflops\": " << fp32 << ",\n  \"copy_gbps\": " << copy
-       << ",\n  \"fused_features\": " << (o.fused_features ? "true" : "false") << ",\n  \"results\": [\n";
+       << ",\n  \"fused_features\": " << (o.fused_features ? "true" : "false")
+       << ",\n  \"fused_outputs\": " << (o.fused_outputs ? "true" : "false") << ",\n  \"results\": [\n";
     for (std::size_t i = 0; i < res.size(); ++i) {
         const auto& r = res[i];
         js << "    {\"op\": \"linear_attention\", \"pass\": \"" << r.op << "\", \"map\": \"" << r.map

@@ -4,7 +4,8 @@
 // causal scans' segments (66 chunks),
 // features(), q_len ≠ k_len, the device-resident call on [B, H, L, d], [B, L, H, d] and
 // interleaved views (same bits as the operator), a 1,000-token causal sequence,
-// causal safety of the stabiliser, bitwise run-to-run (and on the host, thread-count)
+// causal safety of the stabiliser, the output stage in tiles (launch_chunk_outputs)
+// against its products and row passes, bitwise run-to-run (and on the host, thread-count)
 // determinism, and the errors of the device-resident call.
 //
 // Built twice: by g++ with backends::chunked<host_system> (kattn_chunked_tests, run by CI),
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
 #include <tuple>
 #include <vector>
 
@@ -57,6 +59,9 @@ constexpr double float_tol = 5e-3;  // out, dv: the operator API's float product
 template <class Map>
 constexpr double float_grad_tol = kt::derivative_jumps<Map> ? 5e-2 : 2e-2;
 system_t exact_system() { return system_t{nullptr, backends::float_gemm::fp32}; }
+/// TF32 products with the output stage in tiles of 64 query rows (one kernel, WMMA) or not.
+system_t tiled_system(bool on) { return system_t{nullptr, backends::float_gemm::tf32, {}, true, on}; }
+constexpr bool tiles_bitwise = false;
 #else
 using chunked_backend = backends::chunked<backends::host_system>;
 using system_t = backends::host_system;
@@ -64,6 +69,10 @@ constexpr double float_tol = 2e-5;
 template <class Map>
 constexpr double float_grad_tol = float_tol;
 system_t exact_system() { return system_t{}; }
+/// The output stage in tiles of 64 query rows (launch_chunk_outputs) or as products and
+/// row passes: the same sums in the same order on the host.
+system_t tiled_system(bool on) { return system_t{backends::float_gemm::fp32, {}, on}; }
+constexpr bool tiles_bitwise = true;
 #endif
 
 using kt::randn;
@@ -255,6 +264,111 @@ TEST_CASE("chunked backend: packed documents through the device-resident call (c
         }
     }
 }
+
+/// A workspace allocator that counts requests (device memory from cudaMalloc on a GPU).
+struct request_counter {
+    std::size_t requests = 0;
+    static void* allocate(void* ctx, std::size_t bytes, void*) {
+        ++static_cast<request_counter*>(ctx)->requests;
+#if defined(__CUDACC__)
+        void* p = nullptr;
+        return cudaMalloc(&p, bytes) == cudaSuccess ? p : nullptr;
+#else
+        return ::operator new(bytes, std::align_val_t(backends::workspace_alignment));
+#endif
+    }
+    static void deallocate(void*, void* p, std::size_t, void*) {
+#if defined(__CUDACC__)
+        cudaFree(p);
+#else
+        ::operator delete(p, std::align_val_t(backends::workspace_alignment));
+#endif
+    }
+    backends::workspace_allocator hook() { return {this, &allocate, &deallocate}; }
+};
+
+/// The forward's output stage in tiles (tiled_system(true)) against the products and row
+/// passes (false) and the reference, for one map and type: non-causal (L = 128: whole tiles,
+/// one state per head; L = 150: no tiles), causal (tail chunk), padded keys, and packed
+/// documents (causal and not). Where the tiles apply, the call makes fewer scratch requests
+/// (no O, nor K and Oa when causal), and the workspace query counts that.
+template <class Map, class T>
+void compare_tiled_outputs() {
+    using W = backends::work_t<T>;
+    const attn<Map, T, backends::reference> ar(kt::case_config<Map>());
+    const attn<Map, T, chunked_backend> a(kt::case_config<Map>());
+    request_counter n_on, n_off;
+    system_t on = tiled_system(true), off = tiled_system(false);
+    on.allocator = n_on.hook();
+    off.allocator = n_off.hook();
+    const backends::device_parameters<Map, W, system_t> params(on, a.spectral());
+    const index_t B = 2, H = 2, d = 8, dv = 5;
+    const double tol = std::is_same_v<T, double> ? 1e-10 : float_tol;
+    const auto run = [&](const system_t& sys, const on_system<T>& q, const on_system<T>& k, const on_system<T>& v,
+                         index_t Bn, index_t L, const backends::device_options& o) {
+        on_system<T> out(sys, Bn * H * L * dv);
+        chunked_backend::device_forward(sys, params, backends::head_major<const T>(q.buf.data(), Bn, H, L, d),
+                                        backends::head_major<const T>(k.buf.data(), Bn, H, L, d),
+                                        backends::head_major<const T>(v.buf.data(), Bn, H, L, dv),
+                                        backends::head_major(out.buf.data(), Bn, H, L, dv), o);
+        return out.host(sys);
+    };
+    const auto same = [&](const std::vector<T>& x, const std::vector<T>& y) {
+        return tiles_bitwise ? bitwise_equal(x, y) : rel_err(x, y) < tol;
+    };
+    const auto workspace = [&](const system_t& sys, index_t Bn, index_t L, const backends::device_options& o) {
+        return chunked_backend::device_workspace_bytes(sys, params, backends::device_pass::forward, Bn, H, L, L, dv, o);
+    };
+    // Where the system takes the tiles (host: always; CUDA: float, F a multiple of 8).
+    const bool tiles_apply = on.template fuses_chunk_outputs<W>(Map::feature_dim(kt::case_config<Map>().num_features),
+                                                                detail::chunked_impl::value_columns(dv));
+    for (index_t L : {128, 150})
+        for (bool causal : {false, true})
+            for (bool padded : {false, true}) {
+                INFO(Map::name, " L=", L, " causal=", causal, " padded=", padded);
+                const auto q = randn<T, 4>({2, 2, std::size_t(L), 8}, 1, 0.5);
+                const auto k = randn<T, 4>({2, 2, std::size_t(L), 8}, 2, 0.5);
+                const auto v = randn<T, 4>({2, 2, std::size_t(L), 5}, 3);
+                const auto lens_host = kt::case_lengths(B, L, padded);
+                const on_system<index_t> lens(on, lens_host.data(), B);
+                const on_system<T> qs(on, q.data(), index_t(q.size())), ks(on, k.data(), index_t(k.size())),
+                    vs(on, v.data(), index_t(v.size()));
+                const backends::device_options o{causal, lens.buf.data(), double(a.input_scale()), 1e-6};
+                n_on.requests = n_off.requests = 0;
+                const auto t = run(on, qs, ks, vs, B, L, o), u = run(off, qs, ks, vs, B, L, o);
+                CHECK(same(t, u));
+                CHECK((n_on.requests < n_off.requests) == ((causal || L % 64 == 0) && tiles_apply));
+                const kattn::key_lengths kl(lens_host);
+                CHECK(rel_err(t, causal ? ar(q, k, v, kattn::causal, kl) : ar(q, k, v, kl)) < tol);
+                if (causal) CHECK((workspace(on, B, L, o) < workspace(off, B, L, o)) == tiles_apply);
+            }
+    // Packed documents of 1, 63, 1, 85, 64 and 136 tokens.
+    const std::vector<index_t> cu{0, 1, 64, 65, 150, 214, 350};
+    const index_t L = 350;
+    const auto q = randn<T, 4>({1, 2, 350, 8}, 4, 0.5), k = randn<T, 4>({1, 2, 350, 8}, 5, 0.5);
+    const auto v = randn<T, 4>({1, 2, 350, 5}, 6);
+    const on_system<T> qs(on, q.data(), index_t(q.size())), ks(on, k.data(), index_t(k.size())),
+        vs(on, v.data(), index_t(v.size()));
+    const on_system<index_t> cus(on, cu.data(), index_t(cu.size()));
+    for (bool causal : {false, true}) {
+        INFO(Map::name, " packed, causal=", causal);
+        const backends::device_options o{causal, nullptr, double(a.input_scale()), 1e-6, cus.buf.data(), 6};
+        n_on.requests = n_off.requests = 0;
+        const auto t = run(on, qs, ks, vs, 1, L, o), u = run(off, qs, ks, vs, 1, L, o);
+        CHECK(same(t, u));
+        CHECK((n_on.requests < n_off.requests) == tiles_apply);
+        if (causal) CHECK((workspace(on, 1, L, o) < workspace(off, 1, L, o)) == tiles_apply);
+        const packed_sequences docs{cu};
+        CHECK(rel_err(t, causal ? ar(q, k, v, kattn::causal, docs) : ar(q, k, v, docs)) < tol);
+    }
+}
+
+TEST_CASE_TEMPLATE_DEFINE("chunked backend: the output stage in tiles of 64 query rows equals its products and passes",
+                          Map, kt_chunked_tiled_every_map) {
+    compare_tiled_outputs<Map, double>();
+    compare_tiled_outputs<Map, float>();
+}
+TEST_CASE_TEMPLATE_APPLY(kt_chunked_tiled_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
 
 TEST_CASE_TEMPLATE(
     "chunked backend: step equals the causal forward and the reference step; device_step keeps the "

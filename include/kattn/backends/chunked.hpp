@@ -229,6 +229,8 @@ struct chunked {
         const auto sp = params.view();
         if constexpr (requires { sys.projects_rows(g.d, g.P, sp.omega); })
             sizing.projected_rows = sys.projects_rows(g.d, g.P, sp.omega);
+        if constexpr (requires { sys.template fuses_chunk_outputs<W>(g.F, g.dv1); })
+            sizing.chunk_outputs = sys.template fuses_chunk_outputs<W>(g.F, g.dv1);
         const W scale = W(o.input_scale), eps = W(o.eps);
         if (pass == device_pass::forward) {
             with_tables(sizing, g, offsets,

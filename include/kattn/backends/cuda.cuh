@@ -8,7 +8,9 @@
 // caller's workspace_allocator, one grid-stride kernel per functor,
 // cublasGemmStridedBatchedEx for every product (float: TF32 tensor cores by default,
 // float_gemm::bf16 / fp16 for the 16-bit tensor cores, float_gemm::fp32 for exact FP32,
-// all with FP32 accumulation; double: FP64), cudaMemcpyAsync for the host API's copies. No atomics and no float scans: the same call on the same GPU
+// all with FP32 accumulation; double: FP64), cudaMemcpyAsync for the host API's copies;
+// φ in one kernel (projected_rows.cuh) where it applies, and on request (fused_outputs) the
+// forward's outputs in one kernel per tile of 64 query rows (chunk_outputs.cuh). No atomics and no float scans: the same call on the same GPU
 // gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
 // Operators (linear_attention<Map, S, backends::cuda, T>) run on the default stream with
 // TF32; the device-resident call takes a cuda_system object with its own stream and
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "chunk_outputs.cuh"
 #include "chunked.hpp"
 #include "projected_rows.cuh"
 #include "warp_ops.cuh"
@@ -171,6 +174,11 @@ struct cuda_system {
     /// Build φ in one kernel where it applies (launch_projected_rows); false keeps the
     /// three passes of gather, cuBLAS projection and activation.
     bool fused_features = true;
+    /// Make a forward pass's outputs in one kernel per tile of 64 query rows where it
+    /// applies (launch_chunk_outputs); false keeps the cuBLAS products and row passes.
+    /// Off by default until the kernel has been measured and checked on a GPU (the tests
+    /// run both ways; docs/cuda_backend.md §5).
+    bool fused_outputs = false;
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -236,6 +244,46 @@ struct cuda_system {
             return false;
         const auto lim = detail::device_limits();
         return lim.major >= 8 && detail::projected_shared_bytes(int(d), int(P)) <= std::size_t(lim.shared_optin);
+    }
+
+    /// Whether launch_chunk_outputs runs for F features and dv1 value columns: float,
+    /// fused_outputs on, non-exact float products (the kernel rounds to TF32), F a multiple
+    /// of 8, a device of compute capability 8.0 or newer with the shared memory for the
+    /// tiles. The chunked forward asks before it allocates, and so does the workspace query.
+    template <class W>
+    bool fuses_chunk_outputs(index_t F, index_t dv1) const {
+        if constexpr (!std::is_same_v<W, float>) {
+            return false;
+        } else {
+            if (!fused_outputs || float_math == float_gemm::fp32 || F <= 0 || F % 8 != 0 || F > INT_MAX / 64 ||
+                dv1 <= 0 || dv1 % 4 != 0 || dv1 > 65536)
+                return false;
+            const auto lim = detail::device_limits();
+            return lim.major >= 8 && detail::output_shared_bytes(int(dv1), true) <= std::size_t(lim.shared_optin);
+        }
+    }
+
+    /// The forward's output stage over tiles of 64 query rows (chunked_impl::output_tiles),
+    /// in one kernel (backends/chunk_outputs.cuh) with mask and emit (mask_scores and
+    /// emit_rows, the latter written for row_ops). Call only where fuses_chunk_outputs said
+    /// yes.
+    template <class Tiles, class Mask, class Emit>
+    void launch_chunk_outputs(const Tiles& t, const Mask& mask, const Emit& emit) const {
+        using W = std::remove_cv_t<std::remove_pointer_t<decltype(t.phq)>>;
+        if constexpr (!std::is_same_v<W, float>) {
+            throw kattn::error("kattn: CUDA backend: launch_chunk_outputs: float tiles only (fuses_chunk_outputs)");
+        } else {
+            if (t.count <= 0) return;
+            const std::size_t bytes = detail::output_shared_bytes(int(t.dv1), t.intra());
+            const auto kernel = detail::chunk_outputs_kernel<Tiles, Mask, Emit>;
+            if (bytes > 48 * 1024)
+                detail::cuda_check(
+                    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+                    "cudaFuncSetAttribute");
+            const index_t blocks = std::min<index_t>(t.count, index_t(1) << 20);
+            kernel<<<unsigned(blocks), detail::output_threads, bytes, stream>>>(t, mask, emit);
+            detail::cuda_check(cudaGetLastError(), "kernel launch");
+        }
     }
 
     /// Row-major C_i = op(A_i)·op(B_i) as the column-major product C_iᵀ = op(B_i)ᵀ·op(A_i)ᵀ.

@@ -18,11 +18,11 @@
 #pragma once
 
 #include <cuda_runtime.h>
-#include <mma.h>
 
 #include <cstddef>
 
 #include "../core/config.hpp"
+#include "tf32_tiles.cuh"
 
 namespace kattn::detail {
 
@@ -30,14 +30,10 @@ namespace kattn::detail {
 inline constexpr int projected_tile_rows = 32;
 inline constexpr int projected_threads = 256;
 
-/// Leading dimensions of the shared arrays: 4 floats of padding spread a column's rows over
-/// the banks and keep every 16-row tile 32-byte aligned, as WMMA needs.
-__host__ __device__ inline int projected_ld(int n) { return n + 4; }
-
 /// Shared memory of one block for inputs of d columns and projections of P columns: the
 /// input tile and the projection tile.
 inline std::size_t projected_shared_bytes(int d, int P) {
-    return sizeof(float) * std::size_t(projected_tile_rows) * std::size_t(projected_ld(d) + projected_ld(P));
+    return sizeof(float) * std::size_t(projected_tile_rows) * std::size_t(tile_ld(d) + tile_ld(P));
 }
 
 template <class Gather, class Act>
@@ -47,7 +43,7 @@ __global__ void __launch_bounds__(projected_threads)
     namespace wmma = nvcuda::wmma;
     constexpr int R = projected_tile_rows, row_tiles = R / 16;
     extern __shared__ __align__(128) float projected_smem[];
-    const int ldx = projected_ld(d), ldu = projected_ld(P);
+    const int ldx = tile_ld(d), ldu = tile_ld(P);
     float* xs = projected_smem;
     float* us = xs + R * ldx;
     const int warp = int(threadIdx.x) / 32, warps = int(blockDim.x) / 32, lane = int(threadIdx.x) % 32;
@@ -61,16 +57,14 @@ __global__ void __launch_bounds__(projected_threads)
         }
         __syncthreads();
         for (int tc = warp; tc < P / 16; tc += warps) {
-            wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[row_tiles];
+            f32_acc acc[row_tiles];
             for (int t = 0; t < row_tiles; ++t) wmma::fill_fragment(acc[t], 0.0f);
             for (int k = 0; k < d; k += 8) {
-                wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
-                wmma::load_matrix_sync(b, omega + index_t(k) * P + tc * 16, unsigned(P));
-                for (int e = 0; e < b.num_elements; ++e) b.x[e] = wmma::__float_to_tf32(b.x[e]);
+                tf32_b b;
+                load_tf32(b, omega + index_t(k) * P + tc * 16, P);
                 for (int t = 0; t < row_tiles; ++t) {
-                    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
-                    wmma::load_matrix_sync(a, xs + t * 16 * ldx + k, unsigned(ldx));
-                    for (int e = 0; e < a.num_elements; ++e) a.x[e] = wmma::__float_to_tf32(a.x[e]);
+                    tf32_a a;
+                    load_tf32(a, xs + t * 16 * ldx + k, ldx);
                     wmma::mma_sync(acc[t], a, b, acc[t]);
                 }
             }

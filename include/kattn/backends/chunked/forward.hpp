@@ -15,6 +15,8 @@
 //                 primitive); the inter part
 //                 Φ_Q,b·X_b; the intra part (mask ⊙ Φ_Q,bΦ_K,bᵀ)·[V, 1]_b; each a batched GEMM
 //                 over problems × blocks; out from e^{E_{b−1} − C_i}·inter + intra
+// A system with launch_chunk_outputs makes the output stage (inter, intra, mask, out) in
+// one pass over tiles of 64 query rows instead (output_tiles in kernels.hpp).
 // Tail chunks are zero-padded to 64 tokens. Intermediates are in W (float for float and
 // 16-bit inputs, double for double); no L × L buffer exists (the intra scores are L × 64).
 #pragma once
@@ -131,10 +133,12 @@ struct forward_pass {
     buffer R, E, Cq, V1w, V1, A, O, K, Oa;
 
     /// Runs everything up to O (and, causal, K and Oa). A: the block states; causal: their
-    /// exclusive prefixes X_b. K: the masked, weighted intra-chunk scores.
+    /// exclusive prefixes X_b. K: the masked, weighted intra-chunk scores. Without
+    /// `outputs`, it stops at the states: O, K and Oa are neither allocated nor computed
+    /// (a system's launch_chunk_outputs makes them on chip).
     template <class T>
     forward_pass(const System& sys, const spectral<Map, W>& sp, const geometry& g, const view<T>& q, const view<T>& k,
-                 const view<T>& v, W scale)
+                 const view<T>& v, W scale, bool outputs = true)
         : fq(row_features<Map, W>(sys, sp, g, q, g.Lqp, false, true, scale)),
           fk(row_features<Map, W>(sys, sp, g, k, g.Lkp, true, true, scale)),
           R(sys.template make_buffer<W>(g.problems * g.Lkp)),
@@ -143,9 +147,9 @@ struct forward_pass {
           V1w(sys.template make_buffer<W>(g.problems * g.Lkp * g.dv1)),
           V1(sys.template make_buffer<W>(g.causal ? g.problems * g.Lkp * g.dv1 : 0)),
           A(sys.template make_buffer<W>(g.problems * g.nb * g.F * g.dv1)),
-          O(sys.template make_buffer<W>(g.problems * g.Lqp * g.dv1)),
-          K(sys.template make_buffer<W>(g.causal ? g.problems * g.Lqp * chunk : 0)),
-          Oa(sys.template make_buffer<W>(g.causal ? g.problems * g.Lqp * g.dv1 : 0)) {
+          O(sys.template make_buffer<W>(outputs ? g.problems * g.Lqp * g.dv1 : 0)),
+          K(sys.template make_buffer<W>(outputs && g.causal ? g.problems * g.Lqp * chunk : 0)),
+          Oa(sys.template make_buffer<W>(outputs && g.causal ? g.problems * g.Lqp * g.dv1 : 0)) {
         const index_t F = g.F, dv1 = g.dv1, n = g.problems;
         const W* phq = fq.phi.data();
         const W* phk = fk.phi.data();
@@ -164,6 +168,7 @@ struct forward_pass {
         // Block states (causal) or the one state per head: F × (dv + 1).
         state_product(sys, F, dv1, blk, phk, V1w.data(), A.data(), n * g.nb);
         if (!g.causal && !g.packed()) {
+            if (!outputs) return;
             sys.gemm(false, false, g.Lqp, dv1, F, phq, F, g.Lqp * F, A.data(), dv1, F * dv1, O.data(), dv1, g.Lqp * dv1,
                      n);
             return;
@@ -173,6 +178,7 @@ struct forward_pass {
             chunk_prefix<Map, W>(sys, g, E.data(), A.data());
         else  // packed documents: each block holds its whole document's state
             sys.launch(n * F * dv1, document_states<Map, W>{g, E.data(), A.data()});
+        if (!outputs) return;
         sys.gemm(false, false, C, dv1, F, phq, F, C * F, A.data(), dv1, F * dv1, O.data(), dv1, C * dv1, nc);
         if (!g.causal) return;
         sys.gemm(false, true, C, C, F, phq, F, C * F, phk, F, C * F, K.data(), C, C * C, nc);
@@ -181,16 +187,49 @@ struct forward_pass {
     }
 };
 
+/// Whether the system makes a forward pass's outputs from the states in one pass per tile
+/// of 64 query rows (launch_chunk_outputs, a capability with a default: no). Lqp must be
+/// whole tiles (always when causal or packed).
+template <class W, class System>
+bool tiled_outputs(const System& sys, const geometry& g) {
+    if constexpr (requires { sys.template fuses_chunk_outputs<W>(g.F, g.dv1); })
+        return g.Lqp % chunk == 0 && sys.template fuses_chunk_outputs<W>(g.F, g.dv1);
+    else
+        return false;
+}
+
 /// The forward pass; see the file comment. Views and geometry are checked by the caller.
+/// The output stage (inter and intra products, mask, out rows) runs as the three products
+/// and two row passes above, or, where the system can, as one pass over tiles of 64 query
+/// rows whose scores and numerators never leave the chip (output_tiles).
 template <class Map, class W, class System, class T>
 void forward(const System& sys, const spectral<Map, W>& sp, const geometry& g, const backends::strided_view<const T>& q,
              const backends::strided_view<const T>& k, const backends::strided_view<const T>& v,
              const backends::strided_view<T>& out, W scale, W eps) {
     if (g.problems == 0 || g.Lq == 0) return;
-    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
-    detail::launch_rows(sys, g.problems * g.Lqp,
-                        emit_rows<Map, T, W, system_row_ops<System>>{
-                            g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr, fp.E.data(), fp.Cq.data(), out});
+    const bool tiled = tiled_outputs<W>(sys, g);
+    const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale, !tiled);
+    const emit_rows<Map, T, W, system_row_ops<System>> emit{
+        g, eps, fp.O.data(), g.causal ? fp.Oa.data() : nullptr, fp.E.data(), fp.Cq.data(), out};
+    if (tiled) {
+        if constexpr (requires { sys.template fuses_chunk_outputs<W>(g.F, g.dv1); }) {
+            output_tiles<W> t;
+            t.per_problem = g.Lqp / chunk;
+            t.count = g.problems * t.per_problem;
+            t.F = g.F;
+            t.dv1 = g.dv1;
+            t.phq = fp.fq.phi.data();
+            t.A = fp.A.data();
+            t.shared_state = !g.causal && !g.packed();
+            if (g.causal) {
+                t.phk = fp.fk.phi.data();
+                t.V1 = fp.V1.data();
+            }
+            sys.launch_chunk_outputs(t, mask_scores<Map, W>{g, fp.fk.shift.data(), fp.Cq.data(), nullptr}, emit);
+        }
+        return;
+    }
+    detail::launch_rows(sys, g.problems * g.Lqp, emit);
 }
 
 /// φ(s·x) of x's rows without stabiliser (the exact map), into phi (rows × F, system memory).

@@ -250,14 +250,14 @@ struct mask_scores {
     const W* ck;
     const W* Cq;
     W* K;  ///< problems·Lqp × chunk
-    KATTN_HD void operator()(index_t idx) const {
+    KATTN_HD void operator()(index_t idx) const { K[idx] = apply(idx, K[idx]); }
+    /// The masked, weighted score idx = r·64 + t from its product value s (wherever the
+    /// scores are held).
+    KATTN_HD W apply(index_t idx, W s) const {
         const index_t t = idx % chunk, r = idx / chunk, p = r / g.Lqp, i = r % g.Lqp;
         const index_t j = (i / chunk) * chunk + t;
-        if (j > i || g.token(i, g.Lq) < 0 || !g.key_valid(p, j)) {
-            K[idx] = W(0);
-            return;
-        }
-        K[idx] *= rescale<Map>(ck[p * g.Lkp + j], Cq[r]);
+        if (j > i || g.token(i, g.Lq) < 0 || !g.key_valid(p, j)) return W(0);
+        return s * rescale<Map>(ck[p * g.Lkp + j], Cq[r]);
     }
 };
 
@@ -270,11 +270,17 @@ KATTN_HD inline W inter_factor(const geometry& g, const W* E, const W* Cq, index
     return g.starts_sequence(b) ? W(0) : rescale<Map>(E[p * g.nb + b - 1], Cq[r]);
 }
 
+/// Column c of a query row's numerator from its rows o and oa: f·o (+ oa when causal).
+template <class W>
+KATTN_HD inline W numerator(const W* o, const W* oa, W f, index_t c) {
+    const W inter = f == W(0) ? W(0) : f * o[c];
+    return oa ? inter + oa[c] : inter;
+}
+
 /// Column c of query row r's numerator: f·O (+ Oa when causal).
 template <class W>
 KATTN_HD inline W numerator(const geometry& g, const W* O, const W* Oa, index_t r, W f, index_t c) {
-    const W inter = f == W(0) ? W(0) : f * O[r * g.dv1 + c];
-    return Oa ? inter + Oa[r * g.dv1 + c] : inter;
+    return numerator(O + r * g.dv1, Oa ? Oa + r * g.dv1 : nullptr, f, c);
 }
 
 /// out_i = n_i[0, dv) / guard(n_i[dv]) with n_i = e^{E − C_i}·O_i (+ Oa_i when causal:
@@ -289,15 +295,42 @@ struct emit_rows {
     const W* Cq;
     backends::strided_view<T> out;
     KATTN_HD void operator()(index_t r) const {  // r: padded query row
+        apply(r, O + r * g.dv1, Oa ? Oa + r * g.dv1 : nullptr);
+    }
+    /// Query row r's output from its numerator rows o (and oa when causal), wherever they
+    /// are held (O and Oa are not read).
+    KATTN_HD void apply(index_t r, const W* o, const W* oa) const {
         const index_t p = r / g.Lqp, i = r % g.Lqp, tok = g.token(i, g.Lq);
         if (tok < 0) return;
         const W f = inter_factor<Map>(g, E, Cq, p, i, r);
         bool clamped = false;
-        const W den = guard_denominator<Map::is_positive>(numerator(g, O, Oa, r, f, g.dv), eps, clamped);
+        const W den = guard_denominator<Map::is_positive>(numerator(o, oa, f, g.dv), eps, clamped);
         T* dst = out.row(p / g.heads, p % g.heads, tok);
-        for (index_t c = Ops::lane(); c < g.dv; c += Ops::lanes)
-            dst[c] = static_cast<T>(numerator(g, O, Oa, r, f, c) / den);
+        for (index_t c = Ops::lane(); c < g.dv; c += Ops::lanes) dst[c] = static_cast<T>(numerator(o, oa, f, c) / den);
     }
+};
+
+/// The output stage of a forward pass as tiles of 64 query rows, for a system that runs it
+/// in one pass (launch_chunk_outputs): tile t holds padded query rows [64t, 64t + 64) of
+/// every problem in turn (Lqp is a multiple of 64). Per tile, with ⟂ the mask:
+///   O  = Φ_Q,t·state(t)                      (64 × dv1; state: F × dv1)
+///   Oa = mask(Φ_Q,t·Φ_K,tᵀ)·V1_t             (causal only: phk and V1 set)
+///   out rows = emit.apply(r, O_r, Oa_r)
+/// state(t) is the head's one state (non-causal, one block per head) or block t's state
+/// (causal: the exclusive prefix X_b; packed: the document's state).
+template <class W>
+struct output_tiles {
+    static constexpr index_t rows = chunk;  ///< query rows per tile
+    index_t count = 0;                      ///< tiles: problems · Lqp / 64
+    index_t per_problem = 0;                ///< Lqp / 64
+    index_t F = 0, dv1 = 0;
+    const W* phq = nullptr;  ///< problems·Lqp × F
+    const W* A = nullptr;    ///< the states, F × dv1 each
+    bool shared_state = false;
+    const W* phk = nullptr;  ///< causal: problems·Lkp × F (Lkp = Lqp); else nullptr
+    const W* V1 = nullptr;   ///< causal: the unweighted [v, 1] rows, problems·Lkp × dv1
+    KATTN_HD bool intra() const { return phk != nullptr; }
+    KATTN_HD const W* state(index_t t) const { return A + (shared_state ? t / per_problem : t) * F * dv1; }
 };
 
 }  // namespace kattn::detail::chunked_impl

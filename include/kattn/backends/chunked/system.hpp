@@ -20,6 +20,11 @@
 //                         φ's three passes (gather, U = X·Ω, activate) in one, X and U
 //                         held on chip; false where it does not apply, and the three
 //                         passes run instead (cuda_system: backends/projected_rows.cuh).
+//   fuses_chunk_outputs<W>(F, dv1) -> bool, launch_chunk_outputs(tiles, mask, emit)
+//                         a forward pass's output stage in one pass over tiles of 64 query
+//                         rows (output_tiles, chunked/kernels.hpp): scores and numerators
+//                         stay on chip (cuda_system: backends/chunk_outputs.cuh; host_system:
+//                         the same sums in the same order as its products and row passes).
 // host_system runs everything on the calling
 // process's OpenMP threads: every output element is computed by one thread in a fixed
 // order, so results are bitwise independent of the thread count. CUDA: backends/cuda.cuh.
@@ -207,6 +212,10 @@ struct host_system {
     float_gemm float_math = float_gemm::fp32;
     /// Scratch memory from the caller (backends/workspace.hpp), or the heap when empty.
     workspace_allocator allocator{};
+    /// Make a forward pass's outputs one tile of 64 query rows at a time
+    /// (launch_chunk_outputs); false runs the products and row passes. Both give the same
+    /// bits on the host, which the tests check.
+    bool fused_outputs = true;
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -219,18 +228,22 @@ struct host_system {
         for (index_t i = 0; i < n; ++i) fn(i);
     }
 
+    /// An input of a product as the products see it: float rounded as float_math says
+    /// (unchanged for fp32), double unchanged.
+    template <class W>
+    W product_input(W x) const {
+        if constexpr (std::is_same_v<W, float>)
+            return float_math == float_gemm::fp32 ? x : detail::round_to(float_math, x);
+        else
+            return x;
+    }
+
     /// Row-major batched product; each C entry is one dot product in k order, its inputs
     /// rounded as float_math says (float only).
     template <class W>
     void gemm(bool ta, bool tb, index_t M, index_t N, index_t K, const W* A, index_t lda, index_t sA, const W* B,
               index_t ldb, index_t sB, W* C, index_t ldc, index_t sC, index_t batch, bool accumulate = false) const {
-        const bool round = std::is_same_v<W, float> && float_math != float_gemm::fp32;
-        const auto in = [&](W x) {
-            if constexpr (std::is_same_v<W, float>)
-                return round ? detail::round_to(float_math, x) : x;
-            else
-                return x;
-        };
+        const auto in = [this](W x) { return product_input(x); };
 #pragma omp parallel for schedule(static)
         for (index_t r = 0; r < batch * M; ++r) {
             const index_t i = r / M, m = r % M;
@@ -243,6 +256,57 @@ struct host_system {
                     acc += in(ta ? a[k * lda + m] : a[m * lda + k]) * in(tb ? b[n * ldb + k] : b[k * ldb + n]);
                 c[n] = accumulate ? c[n] + acc : acc;
             }
+        }
+    }
+
+    /// Whether launch_chunk_outputs runs (any working precision).
+    template <class W>
+    bool fuses_chunk_outputs(index_t, index_t) const {
+        return fused_outputs;
+    }
+
+    /// The output stage per tile of 64 query rows (output_tiles, chunked/kernels.hpp): each
+    /// entry of O, the scores and Oa is one dot product in the order and with the input
+    /// rounding of gemm, and mask and emit are the functors the row passes call, so the
+    /// result has the same bits as the products and row passes it replaces.
+    template <class Tiles, class Mask, class Emit>
+    void launch_chunk_outputs(const Tiles& t, const Mask& mask, const Emit& emit) const {
+        using W = std::remove_cv_t<std::remove_pointer_t<decltype(t.phq)>>;
+        constexpr index_t C = Tiles::rows;
+        const index_t F = t.F, dv1 = t.dv1;
+        const auto in = [this](W x) { return product_input(x); };
+#pragma omp parallel for schedule(static)
+        for (index_t ti = 0; ti < t.count; ++ti) {
+            std::vector<W> O(static_cast<std::size_t>(C * dv1)), S, Oa;
+            const W* q = t.phq + ti * C * F;
+            const W* A = t.state(ti);
+            for (index_t i = 0; i < C; ++i)
+                for (index_t c = 0; c < dv1; ++c) {
+                    W acc = W(0);
+                    for (index_t f = 0; f < F; ++f) acc += in(q[i * F + f]) * in(A[f * dv1 + c]);
+                    O[static_cast<std::size_t>(i * dv1 + c)] = acc;
+                }
+            if (t.intra()) {
+                S.resize(static_cast<std::size_t>(C * C));
+                Oa.resize(static_cast<std::size_t>(C * dv1));
+                const W* k = t.phk + ti * C * F;
+                const W* V = t.V1 + ti * C * dv1;
+                for (index_t i = 0; i < C; ++i)
+                    for (index_t j = 0; j < C; ++j) {
+                        W acc = W(0);
+                        for (index_t f = 0; f < F; ++f) acc += in(q[i * F + f]) * in(k[j * F + f]);
+                        S[static_cast<std::size_t>(i * C + j)] = mask.apply((ti * C + i) * C + j, acc);
+                    }
+                for (index_t i = 0; i < C; ++i)
+                    for (index_t c = 0; c < dv1; ++c) {
+                        W acc = W(0);
+                        for (index_t j = 0; j < C; ++j)
+                            acc += in(S[static_cast<std::size_t>(i * C + j)]) * in(V[j * dv1 + c]);
+                        Oa[static_cast<std::size_t>(i * dv1 + c)] = acc;
+                    }
+            }
+            for (index_t i = 0; i < C; ++i)
+                emit.apply(ti * C + i, O.data() + i * dv1, t.intra() ? Oa.data() + i * dv1 : nullptr);
         }
     }
 
@@ -319,6 +383,7 @@ struct sizing_system {
     workspace_tally* tally;
     bool count_mirrors = true;    ///< the sized system's mirror() allocates
     bool projected_rows = false;  ///< the sized system builds φ in one pass (float)
+    bool chunk_outputs = false;   ///< the sized system makes the outputs in tiles
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -335,6 +400,13 @@ struct sizing_system {
     bool launch_projected_rows(index_t, index_t, index_t, const float*, const Gather&, const Act&) const {
         return projected_rows;
     }
+    /// As the sized system answers (the call's O, K and Oa buffers are then not made).
+    template <class W>
+    bool fuses_chunk_outputs(index_t, index_t) const {
+        return chunk_outputs;
+    }
+    template <class Tiles, class Mask, class Emit>
+    void launch_chunk_outputs(const Tiles&, const Mask&, const Emit&) const {}
     template <class T>
     sizing_mirror<T> mirror(const T* p, index_t n) const {
         return {sizing_buffer<T>(count_mirrors ? n : 0, tally), p};
