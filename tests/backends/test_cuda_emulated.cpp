@@ -7,7 +7,8 @@
 // TF32, as the GPU's do. Checked, for every feature map: forward and backward against the
 // reference backend, non-causal with whole tiles, causal with a tail chunk and padded keys,
 // and packed documents; favor with value widths whose numerators fill whole WMMA column
-// tiles (with and without FP32 tail columns); that the kernels ran; that no WMMA access broke the alignment
+// tiles (with and without FP32 tail columns); bf16 tensors with BF16 products within the
+// documented bounds (precision_cases.hpp); that the kernels ran; that no WMMA access broke the alignment
 // rules and no barrier deadlocked. And the emulator's own checks: a misaligned load and a
 // barrier that some threads skip are caught.
 //
@@ -20,11 +21,13 @@
 #include <vector>
 
 #include "backend_cases.hpp"
+#include "precision_cases.hpp"
 
 #include <kattn/fwd.hpp>
 #include <kattn/attention/linear_attention.hpp>
 #include <kattn/backends/chunked.hpp>
 #include <kattn/backends/reference.hpp>
+#include <kattn/core/bfloat16.hpp>
 #include <kattn/features/all.hpp>
 
 // The kernels' headers last, compiled as for a device of compute capability 8.0 against the
@@ -194,6 +197,18 @@ TEST_CASE("CUDA kernels under emulation: value widths with whole WMMA column til
             CHECK(cuda_emulation::faults() == 0);
         }
     }
+}
+
+TEST_CASE("CUDA kernels under emulation: bf16 tensors with BF16 products stay within the documented bounds") {
+    // As FLA's shapes run on the GPU: 16-bit inputs, outputs and gradients (the gather of φ's
+    // kernel and the out rows of the tiles convert), favor, elu and trig, causal and not.
+    const int outputs = emulated_gpu_system::output_launches;
+    const int projected = emulated_gpu_system::projected_launches;
+    cuda_emulation::faults() = 0;
+    kt_chunked_precision::check_sixteen_bit<emulated_gpu, kattn::bf16>(backends::float_gemm::bf16, 0x1p-8);
+    CHECK(emulated_gpu_system::output_launches > outputs);
+    CHECK(emulated_gpu_system::projected_launches > projected);
+    CHECK(cuda_emulation::faults() == 0);
 }
 
 TEST_CASE("CUDA emulation: shuffles and barriers as on a GPU; broken rules are caught") {
