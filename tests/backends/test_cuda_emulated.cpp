@@ -16,7 +16,6 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <tuple>
 #include <vector>
 
@@ -83,8 +82,8 @@ struct emulated_gpu_system : backends::host_system {
     }
 
     bool projects_rows(index_t d, index_t P, const float* omega) const {
-        return fused_features && float_math != backends::float_gemm::fp32 && d > 0 && d % 8 == 0 && P > 0 &&
-               P % 16 == 0 && reinterpret_cast<std::uintptr_t>(omega) % 32 == 0 &&
+        return fused_features && float_math != backends::float_gemm::fp32 &&
+               detail::projected_rows_shape(d, P, omega) &&
                detail::projected_shared_bytes(int(d), int(P)) <= sizeof detail::projected_smem;
     }
     template <class Gather, class Act>
@@ -100,8 +99,9 @@ struct emulated_gpu_system : backends::host_system {
 
     template <class W>
     bool fuses_chunk_outputs(index_t F, index_t dv1) const {
-        return std::is_same_v<W, float> && fused_outputs && float_math != backends::float_gemm::fp32 && F % 8 == 0 &&
-               dv1 % 4 == 0 && detail::output_shared_bytes(int(dv1), true) <= sizeof detail::output_smem;
+        return std::is_same_v<W, float> && fused_outputs && float_math != backends::float_gemm::fp32 &&
+               detail::chunk_outputs_shape(F, dv1) &&
+               detail::output_shared_bytes(int(dv1), true) <= sizeof detail::output_smem;
     }
     template <class Tiles, class Mask, class Emit>
     void launch_chunk_outputs(const Tiles& t, const Mask& mask, const Emit& emit) const {

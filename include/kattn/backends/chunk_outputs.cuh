@@ -20,6 +20,7 @@
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstddef>
 
 #include "../core/config.hpp"
@@ -30,6 +31,13 @@ namespace kattn::detail {
 /// Query rows per tile (the causal chunk) and threads per block of the output kernel.
 inline constexpr int output_tile_rows = 64;
 inline constexpr int output_threads = 256;
+
+/// The shapes the kernel takes: F (the features, its products' depth) a multiple of 8,
+/// dv1 (the value columns) a multiple of 4 (whole WMMA steps, 16-byte rows), both
+/// positive and within int indexing of a tile.
+inline bool chunk_outputs_shape(index_t F, index_t dv1) {
+    return F > 0 && F % 8 == 0 && F <= index_t(INT_MAX / 64) && dv1 > 0 && dv1 % 4 == 0 && dv1 <= 65536;
+}
 
 /// Shared memory of one block: O (and, with the intra part, Oa and the scores).
 inline std::size_t output_shared_bytes(int dv1, bool intra) {

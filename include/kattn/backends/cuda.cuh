@@ -239,8 +239,7 @@ struct cuda_system {
     /// shared memory for the tiles. The workspace query asks it too, to count what the call
     /// will allocate.
     bool projects_rows(index_t d, index_t P, const float* omega) const {
-        if (!fused_features || float_math == float_gemm::fp32 || d <= 0 || d % 8 != 0 || P <= 0 || P % 16 != 0 ||
-            d > 4096 || P > 4096 || reinterpret_cast<std::uintptr_t>(omega) % 32 != 0)
+        if (!fused_features || float_math == float_gemm::fp32 || !detail::projected_rows_shape(d, P, omega))
             return false;
         const auto lim = detail::device_limits();
         return lim.major >= 8 && detail::projected_shared_bytes(int(d), int(P)) <= std::size_t(lim.shared_optin);
@@ -255,9 +254,7 @@ struct cuda_system {
         if constexpr (!std::is_same_v<W, float>) {
             return false;
         } else {
-            if (!fused_outputs || float_math == float_gemm::fp32 || F <= 0 || F % 8 != 0 || F > INT_MAX / 64 ||
-                dv1 <= 0 || dv1 % 4 != 0 || dv1 > 65536)
-                return false;
+            if (!fused_outputs || float_math == float_gemm::fp32 || !detail::chunk_outputs_shape(F, dv1)) return false;
             const auto lim = detail::device_limits();
             return lim.major >= 8 && detail::output_shared_bytes(int(dv1), true) <= std::size_t(lim.shared_optin);
         }

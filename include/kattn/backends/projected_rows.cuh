@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "../core/config.hpp"
 #include "tf32_tiles.cuh"
@@ -29,6 +30,13 @@ namespace kattn::detail {
 /// Rows per tile of the projected-rows kernel, and its threads per block.
 inline constexpr int projected_tile_rows = 32;
 inline constexpr int projected_threads = 256;
+
+/// The shapes the kernel takes: d a multiple of 8 and P of 16 (whole WMMA steps and
+/// column tiles), at most 4,096 each, Ω (d × P) 32-byte aligned for the fragment loads.
+inline bool projected_rows_shape(index_t d, index_t P, const float* omega) {
+    return d > 0 && d % 8 == 0 && P > 0 && P % 16 == 0 && d <= 4096 && P <= 4096 &&
+           reinterpret_cast<std::uintptr_t>(omega) % 32 == 0;
+}
 
 /// Shared memory of one block for inputs of d columns and projections of P columns: the
 /// input tile and the projection tile.

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -51,7 +52,6 @@ inline int& faults() {
 
 struct fiber {
     ucontext_t ctx{};
-    std::vector<char> stack;
     unsigned tid = 0;
     bool done = false;
 };
@@ -79,6 +79,14 @@ inline launch_state*& state() {
     return s;
 }
 
+/// The fibers' stacks, kept from launch to launch (left uninitialised: a fresh, zeroed
+/// set per launch cost more than the kernels).
+inline constexpr std::size_t stack_bytes = std::size_t(1) << 17;
+inline std::vector<std::unique_ptr<char[]>>& stacks() {
+    static std::vector<std::unique_ptr<char[]>> pool;
+    return pool;
+}
+
 inline void wait(barrier& b) {
     launch_state& s = *state();
     if (++b.arrived == b.target) {
@@ -99,16 +107,20 @@ inline void fiber_main() {
 }
 
 /// body() as `grid` blocks of `threads` threads (a multiple of 32), one block at a time.
-/// Returns false (and counts a fault) if a block deadlocked.
+/// Returns false (and counts a fault) if a block deadlocked, or if called from a kernel
+/// (launches do not nest).
 template <class Body>
 bool launch(unsigned grid, unsigned threads, const Body& body) {
-    constexpr std::size_t stack_bytes = std::size_t(1) << 17;
+    if (state() != nullptr) {
+        std::fprintf(stderr, "cuda_emulation: a launch from inside a kernel\n");
+        ++faults();
+        return false;
+    }
     launch_state s;
     s.entry = [](void* p) { (*static_cast<const Body*>(p))(); };
     s.body = const_cast<void*>(static_cast<const void*>(&body));
     s.fibers.resize(threads);
-    for (auto& f : s.fibers) f.stack.resize(stack_bytes);
-    launch_state* outer = state();
+    while (stacks().size() < threads) stacks().emplace_back(new char[stack_bytes]);
     state() = &s;
     bool ok = true;
     for (unsigned b = 0; b < grid && ok; ++b) {
@@ -120,8 +132,8 @@ bool launch(unsigned grid, unsigned threads, const Body& body) {
             f.tid = t;
             f.done = false;
             getcontext(&f.ctx);
-            f.ctx.uc_stack.ss_sp = f.stack.data();
-            f.ctx.uc_stack.ss_size = f.stack.size();
+            f.ctx.uc_stack.ss_sp = stacks()[t].get();
+            f.ctx.uc_stack.ss_size = stack_bytes;
             f.ctx.uc_link = nullptr;
             makecontext(&f.ctx, fiber_main, 0);
             s.runnable.push_back(&f);
@@ -143,7 +155,7 @@ bool launch(unsigned grid, unsigned threads, const Body& body) {
         std::fprintf(stderr, "cuda_emulation: deadlock: threads wait at barriers the others never reach\n");
         ++faults();
     }
-    state() = outer;
+    state() = nullptr;
     return ok;
 }
 

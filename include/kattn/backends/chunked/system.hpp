@@ -228,22 +228,18 @@ struct host_system {
         for (index_t i = 0; i < n; ++i) fn(i);
     }
 
-    /// An input of a product as the products see it: float rounded as float_math says
-    /// (unchanged for fp32), double unchanged.
-    template <class W>
-    W product_input(W x) const {
-        if constexpr (std::is_same_v<W, float>)
-            return float_math == float_gemm::fp32 ? x : detail::round_to(float_math, x);
-        else
-            return x;
-    }
-
     /// Row-major batched product; each C entry is one dot product in k order, its inputs
     /// rounded as float_math says (float only).
     template <class W>
     void gemm(bool ta, bool tb, index_t M, index_t N, index_t K, const W* A, index_t lda, index_t sA, const W* B,
               index_t ldb, index_t sB, W* C, index_t ldc, index_t sC, index_t batch, bool accumulate = false) const {
-        const auto in = [this](W x) { return product_input(x); };
+        const bool round = std::is_same_v<W, float> && float_math != float_gemm::fp32;
+        const auto in = [&](W x) {
+            if constexpr (std::is_same_v<W, float>)
+                return round ? detail::round_to(float_math, x) : x;
+            else
+                return x;
+        };
 #pragma omp parallel for schedule(static)
         for (index_t r = 0; r < batch * M; ++r) {
             const index_t i = r / M, m = r % M;
@@ -265,45 +261,27 @@ struct host_system {
         return fused_outputs;
     }
 
-    /// The output stage per tile of 64 query rows (output_tiles, chunked/kernels.hpp): each
-    /// entry of O, the scores and Oa is one dot product in the order and with the input
-    /// rounding of gemm, and mask and emit are the functors the row passes call, so the
-    /// result has the same bits as the products and row passes it replaces.
+    /// The output stage per tile of 64 query rows (output_tiles, chunked/kernels.hpp): the
+    /// tile's products are this system's gemm (run inside one thread) and mask and emit are
+    /// the functors the row passes call, so the result has the same bits as the products and
+    /// row passes it replaces.
     template <class Tiles, class Mask, class Emit>
     void launch_chunk_outputs(const Tiles& t, const Mask& mask, const Emit& emit) const {
         using W = std::remove_cv_t<std::remove_pointer_t<decltype(t.phq)>>;
         constexpr index_t C = Tiles::rows;
         const index_t F = t.F, dv1 = t.dv1;
-        const auto in = [this](W x) { return product_input(x); };
 #pragma omp parallel for schedule(static)
         for (index_t ti = 0; ti < t.count; ++ti) {
             std::vector<W> O(static_cast<std::size_t>(C * dv1)), S, Oa;
             const W* q = t.phq + ti * C * F;
-            const W* A = t.state(ti);
-            for (index_t i = 0; i < C; ++i)
-                for (index_t c = 0; c < dv1; ++c) {
-                    W acc = W(0);
-                    for (index_t f = 0; f < F; ++f) acc += in(q[i * F + f]) * in(A[f * dv1 + c]);
-                    O[static_cast<std::size_t>(i * dv1 + c)] = acc;
-                }
+            gemm(false, false, C, dv1, F, q, F, 0, t.state(ti), dv1, 0, O.data(), dv1, 0, 1);
             if (t.intra()) {
                 S.resize(static_cast<std::size_t>(C * C));
                 Oa.resize(static_cast<std::size_t>(C * dv1));
-                const W* k = t.phk + ti * C * F;
-                const W* V = t.V1 + ti * C * dv1;
-                for (index_t i = 0; i < C; ++i)
-                    for (index_t j = 0; j < C; ++j) {
-                        W acc = W(0);
-                        for (index_t f = 0; f < F; ++f) acc += in(q[i * F + f]) * in(k[j * F + f]);
-                        S[static_cast<std::size_t>(i * C + j)] = mask.apply((ti * C + i) * C + j, acc);
-                    }
-                for (index_t i = 0; i < C; ++i)
-                    for (index_t c = 0; c < dv1; ++c) {
-                        W acc = W(0);
-                        for (index_t j = 0; j < C; ++j)
-                            acc += in(S[static_cast<std::size_t>(i * C + j)]) * in(V[j * dv1 + c]);
-                        Oa[static_cast<std::size_t>(i * dv1 + c)] = acc;
-                    }
+                gemm(false, true, C, C, F, q, F, 0, t.phk + ti * C * F, F, 0, S.data(), C, 0, 1);
+                for (index_t e = 0; e < C * C; ++e)
+                    S[static_cast<std::size_t>(e)] = mask.apply(ti * C * C + e, S[static_cast<std::size_t>(e)]);
+                gemm(false, false, C, dv1, C, S.data(), C, 0, t.V1 + ti * C * dv1, dv1, 0, Oa.data(), dv1, 0, 1);
             }
             for (index_t i = 0; i < C; ++i)
                 emit.apply(ti * C + i, O.data() + i * dv1, t.intra() ? Oa.data() + i * dv1 : nullptr);
