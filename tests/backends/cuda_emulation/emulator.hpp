@@ -106,6 +106,16 @@ inline void fiber_main() {
     swapcontext(&s.current->ctx, &s.scheduler);
 }
 
+/// Sets f to start at fiber_main on `stack`. Kept out of launch(): getcontext returns
+/// twice, and the compiler would then have to assume launch()'s loop counters clobbered.
+[[gnu::noinline]] inline void prepare(fiber& f, char* stack) {
+    getcontext(&f.ctx);
+    f.ctx.uc_stack.ss_sp = stack;
+    f.ctx.uc_stack.ss_size = stack_bytes;
+    f.ctx.uc_link = nullptr;
+    makecontext(&f.ctx, fiber_main, 0);
+}
+
 /// body() as `grid` blocks of `threads` threads (a multiple of 32), one block at a time.
 /// Returns false (and counts a fault) if a block deadlocked, or if called from a kernel
 /// (launches do not nest).
@@ -131,11 +141,7 @@ bool launch(unsigned grid, unsigned threads, const Body& body) {
             fiber& f = s.fibers[t];
             f.tid = t;
             f.done = false;
-            getcontext(&f.ctx);
-            f.ctx.uc_stack.ss_sp = stacks()[t].get();
-            f.ctx.uc_stack.ss_size = stack_bytes;
-            f.ctx.uc_link = nullptr;
-            makecontext(&f.ctx, fiber_main, 0);
+            prepare(f, stacks()[t].get());
             s.runnable.push_back(&f);
         }
         while (!s.runnable.empty()) {
