@@ -4,6 +4,7 @@
 //   bench_cuda [--L 1024,4096,16384,65536,262144] [--heads 8] [--d 64] [--m 256]
 //              [--repeats 5] [--budget 240] [--no-fla] [--no-favor] [--precision float|bf16|all]
 //              [--mask full|causal|all] [--no-ceilings] [--three-pass] [--outputs tiled|products]
+//              [--states fused|products]
 //              [--pass forward|all] [--json PATH]
 //
 // The selection options serve profiling (one case under ncu; --pass forward leaves out the
@@ -29,7 +30,9 @@
 // by the one-kernel path (cuda_system::fused_features) unless --three-pass; the forward's
 // output stage runs as cuda_system's default has it, or as --outputs says (tiled: one kernel
 // per 64 query rows, chunk_outputs.cuh; products: cuBLAS products and row passes). The JSON
-// says which ("fused_features", "fused_outputs"). A benchmark, not a test.
+// says which ("fused_features", "fused_outputs", "fused_states"). The causal block states
+// likewise (--states fused: scanned as they are made, chunk_states.cuh; products: the cuBLAS
+// product, then the scan). A benchmark, not a test.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -69,6 +72,7 @@ struct options {
     bool full = true, causal = true;                       ///< --mask full|causal|all
     bool fused_features = true;                            ///< --three-pass: cuda_system::fused_features = false
     bool fused_outputs = kb::cuda_system{}.fused_outputs;  ///< --outputs tiled|products
+    bool fused_states = kb::cuda_system{}.fused_states;    ///< --states fused|products
     int passes = 2;                                        ///< --pass forward (1) | all (2: also forward+backward)
     std::string json;
 };
@@ -114,6 +118,13 @@ options parse(int argc, char** argv) {
                 std::exit(2);
             }
             o.fused_outputs = v == "tiled";
+        } else if (a == "--states") {
+            const std::string v = next();
+            if (v != "fused" && v != "products") {
+                std::fprintf(stderr, "bench_cuda: --states fused|products, not %s\n", v.c_str());
+                std::exit(2);
+            }
+            o.fused_states = v == "fused";
         } else if (a == "--pass") {
             const std::string v = next();
             if (v != "forward" && v != "all") {
@@ -132,11 +143,12 @@ options parse(int argc, char** argv) {
         } else if (a == "--json")
             o.json = next();
         else {
-            std::fprintf(
-                stderr,
-                "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
-                "[--budget S] [--no-fla] [--no-favor] [--precision float|bf16|all] [--mask full|causal|all] "
-                "[--no-ceilings] [--three-pass] [--outputs tiled|products] [--pass forward|all] [--json PATH]\n");
+            std::fprintf(stderr,
+                         "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
+                         "[--budget S] [--no-fla] [--no-favor] [--precision float|bf16|all] [--mask full|causal|all] "
+                         "[--no-ceilings] [--three-pass] [--outputs tiled|products] [--states fused|products] [--pass "
+                         "forward|all] "
+                         "[--json PATH]\n");
             std::exit(a == "--help" || a == "-h" ? 0 : 2);
         }
     }
@@ -321,6 +333,7 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     kb::cuda_system sys{stream.s, products};
     sys.fused_features = o.fused_features;
     sys.fused_outputs = o.fused_outputs;
+    sys.fused_states = o.fused_states;
     const kb::device_parameters<Map, W, kb::cuda_system> params(sys, op.spectral());
     const index_t n = B * H * L * d;
     cudaMemPool_t pool;
@@ -392,7 +405,8 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
        << "\",\n  \"gemm_tf32_tflops\": " << tf32 << ",\n  \"gemm_bf16_tflops\": " << bf16
        << ",\n  \"gemm_fp32_tflops\": " << fp32 << ",\n  \"copy_gbps\": " << copy
        << ",\n  \"fused_features\": " << (o.fused_features ? "true" : "false")
-       << ",\n  \"fused_outputs\": " << (o.fused_outputs ? "true" : "false") << ",\n  \"results\": [\n";
+       << ",\n  \"fused_outputs\": " << (o.fused_outputs ? "true" : "false")
+       << ",\n  \"fused_states\": " << (o.fused_states ? "true" : "false") << ",\n  \"results\": [\n";
     for (std::size_t i = 0; i < res.size(); ++i) {
         const auto& r = res[i];
         js << "    {\"op\": \"linear_attention\", \"pass\": \"" << r.op << "\", \"map\": \"" << r.map

@@ -61,6 +61,8 @@ constexpr double float_grad_tol = kt::derivative_jumps<Map> ? 5e-2 : 2e-2;
 system_t exact_system() { return system_t{nullptr, backends::float_gemm::fp32}; }
 /// TF32 products with the output stage in tiles of 64 query rows (one kernel, WMMA) or not.
 system_t tiled_system(bool on) { return system_t{nullptr, backends::float_gemm::tf32, {}, true, on}; }
+/// TF32 products with the causal block states and their scan in one kernel or not.
+system_t states_system(bool on) { return system_t{nullptr, backends::float_gemm::tf32, {}, true, false, on}; }
 constexpr bool tiles_bitwise = false;
 #else
 using chunked_backend = backends::chunked<backends::host_system>;
@@ -72,6 +74,9 @@ system_t exact_system() { return system_t{}; }
 /// The output stage in tiles of 64 query rows (launch_chunk_outputs) or as products and
 /// row passes: the same sums in the same order on the host.
 system_t tiled_system(bool on) { return system_t{backends::float_gemm::fp32, {}, on}; }
+/// The causal block states and their scan per (problem, segment) or as the batched product
+/// and the scan: the same sums in the same order on the host.
+system_t states_system(bool on) { return system_t{backends::float_gemm::fp32, {}, true, on}; }
 constexpr bool tiles_bitwise = true;
 #endif
 
@@ -369,6 +374,76 @@ TEST_CASE_TEMPLATE_DEFINE("chunked backend: the output stage in tiles of 64 quer
     compare_tiled_outputs<Map, float>();
 }
 TEST_CASE_TEMPLATE_APPLY(kt_chunked_tiled_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
+
+/// The causal block states and their scan within segments in one pass (states_system(true))
+/// against the batched product and the scan (false), forward and backward: bitwise on the
+/// host, within the TF32 bounds on a GPU; and against the reference. Lengths from one block
+/// to 19 blocks (two segments, a tail chunk), padded keys, and packed documents.
+template <class Map, class T>
+void compare_fused_states() {
+    using W = backends::work_t<T>;
+    const attn<Map, T, backends::reference> ar(kt::case_config<Map>());
+    const attn<Map, T, chunked_backend> a(kt::case_config<Map>());
+    const system_t on = states_system(true), off = states_system(false);
+    const backends::device_parameters<Map, W, system_t> params(on, a.spectral());
+    const index_t H = 2, d = 8, dv = 5, P = Map::projection_dim(a.spectral().m);
+    const double tol = std::is_same_v<T, double> ? 1e-10 : float_tol;
+    const auto same = [&](const std::vector<T>& x, const std::vector<T>& y) {
+        return tiles_bitwise ? bitwise_equal(x, y) : rel_err(x, y) < tol;
+    };
+    // out, then dq, dk, dv of a fixed cotangent, for B batches of L tokens.
+    const auto run = [&](const system_t& sys, index_t B, index_t L, const backends::device_options& o) {
+        const auto q = randn<T, 4>({std::size_t(B), 2, std::size_t(L), 8}, 1, 0.5);
+        const auto k = randn<T, 4>({std::size_t(B), 2, std::size_t(L), 8}, 2, 0.5);
+        const auto v = randn<T, 4>({std::size_t(B), 2, std::size_t(L), 5}, 3);
+        const auto g = randn<T, 4>({std::size_t(B), 2, std::size_t(L), 5}, 4);
+        const on_system<T> qs(sys, q.data(), index_t(q.size())), ks(sys, k.data(), index_t(k.size())),
+            vs(sys, v.data(), index_t(v.size())), gs(sys, g.data(), index_t(g.size()));
+        on_system<T> out(sys, B * H * L * dv), dq(sys, B * H * L * d), dk(sys, B * H * L * d), dvv(sys, B * H * L * dv);
+        on_system<W> dw(sys, d * P);
+        const auto view = [&](const on_system<T>& x, index_t w) {
+            return backends::head_major<const T>(x.buf.data(), B, H, L, w);
+        };
+        chunked_backend::device_forward(sys, params, view(qs, d), view(ks, d), view(vs, dv),
+                                        backends::head_major(out.buf.data(), B, H, L, dv), o);
+        chunked_backend::device_backward(
+            sys, params, view(qs, d), view(ks, d), view(vs, dv), view(gs, dv),
+            backends::head_major(dq.buf.data(), B, H, L, d), backends::head_major(dk.buf.data(), B, H, L, d),
+            backends::head_major(dvv.buf.data(), B, H, L, dv), dw.buf.data(), static_cast<W*>(nullptr), o);
+        return std::vector<std::vector<T>>{out.host(sys), dq.host(sys), dk.host(sys), dvv.host(sys)};
+    };
+    const auto check = [&](index_t B, index_t L, const backends::device_options& o, const auto& reference) {
+        const auto x = run(on, B, L, o), y = run(off, B, L, o);
+        for (std::size_t i = 0; i < x.size(); ++i) CHECK(same(x[i], y[i]));
+        CHECK(rel_err(x[0], reference) < tol);
+    };
+    for (index_t L : {64, 150, 1200})
+        for (bool padded : {false, true}) {
+            INFO(Map::name, " L=", L, " padded=", padded);
+            const index_t B = 2;
+            const auto lens_host = kt::case_lengths(B, L, padded);
+            const on_system<index_t> lens(on, lens_host.data(), B);
+            const backends::device_options o{true, lens.buf.data(), double(a.input_scale()), 1e-6};
+            const auto q = randn<T, 4>({2, 2, std::size_t(L), 8}, 1, 0.5);
+            const auto k = randn<T, 4>({2, 2, std::size_t(L), 8}, 2, 0.5);
+            const auto v = randn<T, 4>({2, 2, std::size_t(L), 5}, 3);
+            check(B, L, o, ar(q, k, v, kattn::causal, kattn::key_lengths(lens_host)));
+        }
+    // Packed documents of 1, 63, 1, 85, 64, 136 and 850 tokens (a document across segments).
+    const std::vector<index_t> cu{0, 1, 64, 65, 150, 214, 350, 1200};
+    const on_system<index_t> cus(on, cu.data(), index_t(cu.size()));
+    INFO(Map::name, " packed");
+    const backends::device_options o{true, nullptr, double(a.input_scale()), 1e-6, cus.buf.data(), 7};
+    const auto q = randn<T, 4>({1, 2, 1200, 8}, 1, 0.5), k = randn<T, 4>({1, 2, 1200, 8}, 2, 0.5);
+    const auto v = randn<T, 4>({1, 2, 1200, 5}, 3);
+    check(1, 1200, o, ar(q, k, v, kattn::causal, packed_sequences{cu}));
+}
+
+TEST_CASE_TEMPLATE("chunked backend: the causal block states and their scan in one pass equal the product and scan",
+                   Map, features::favor, features::elu, features::trig, features::softmax_features) {
+    compare_fused_states<Map, double>();
+    compare_fused_states<Map, float>();
+}
 
 TEST_CASE_TEMPLATE(
     "chunked backend: step equals the causal forward and the reference step; device_step keeps the "

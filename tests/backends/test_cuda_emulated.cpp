@@ -2,12 +2,14 @@
 // (cuda_emulation/: block threads as fibers, barriers, warp shuffles, a WMMA stand-in that
 // checks alignment). A system that is host_system in everything else takes from cuda_system
 // the parts that only a GPU runs otherwise: a warp per row (warp_ops.cuh) for every row
-// functor, φ in one kernel (projected_rows.cuh) and the forward's output stage in tiles of
-// 64 query rows (chunk_outputs.cuh), the kernels' code unchanged. Its products round to
+// functor, φ in one kernel (projected_rows.cuh), the forward's output stage in tiles of 64
+// query rows (chunk_outputs.cuh) and the causal block states with their scan within
+// segments (chunk_states.cuh), the kernels' code unchanged. Its products round to
 // TF32, as the GPU's do. Checked, for every feature map: forward and backward against the
 // reference backend, non-causal with whole tiles, causal with a tail chunk and padded keys,
 // and packed documents; favor with value widths whose numerators fill whole WMMA column
-// tiles (with and without FP32 tail columns); bf16 tensors with BF16 products within the
+// tiles (with and without FP32 tail columns); the states kernel over several segments,
+// state tiles and staged columns; bf16 tensors with BF16 products within the
 // documented bounds (precision_cases.hpp); that the kernels ran; that no WMMA access broke the alignment
 // rules and no barrier deadlocked. And the emulator's own checks: a misaligned load and a
 // barrier that some threads skip are caught.
@@ -34,6 +36,7 @@
 // path first).
 #define __CUDA_ARCH__ 800
 #include <kattn/backends/chunk_outputs.cuh>
+#include <kattn/backends/chunk_states.cuh>
 #include <kattn/backends/projected_rows.cuh>
 #include <kattn/backends/warp_ops.cuh>
 #undef __CUDA_ARCH__
@@ -42,6 +45,7 @@ namespace kattn::detail {
 // The kernels' dynamic shared memory (one block runs at a time).
 alignas(128) float output_smem[1 << 15];
 alignas(128) float projected_smem[1 << 15];
+alignas(128) float states_smem[states_shared_bytes / sizeof(float)];
 }  // namespace kattn::detail
 
 namespace {
@@ -53,7 +57,7 @@ struct emulated_gpu_system : backends::host_system {
     static constexpr const char* name = "emulated_gpu";
     using row_ops = detail::warp_ops;
     bool fused_features = true;
-    static inline int output_launches = 0, projected_launches = 0;
+    static inline int output_launches = 0, projected_launches = 0, states_launches = 0;
 
     emulated_gpu_system() { float_math = backends::float_gemm::tf32; }
 
@@ -108,6 +112,17 @@ struct emulated_gpu_system : backends::host_system {
         ++output_launches;
         cuda_emulation::launch(2, detail::output_threads, [&] { detail::chunk_outputs_kernel(t, mask, emit); });
     }
+
+    template <class W>
+    bool fuses_chunk_states(index_t F, index_t dv1) const {
+        return std::is_same_v<W, float> && fused_states && float_math != backends::float_gemm::fp32 &&
+               detail::chunk_states_shape(F, dv1);
+    }
+    template <class Job, class Steps>
+    void launch_chunk_states(const Job& job, const Steps& steps) const {
+        ++states_launches;
+        cuda_emulation::launch(2, detail::states_threads, [&] { detail::chunk_states_kernel(job, steps); });
+    }
 };
 
 using emulated_gpu = backends::chunked<emulated_gpu_system>;
@@ -130,6 +145,7 @@ void compare_emulated() {
         INFO(std::string(Map::name), " L=", s.L, " causal=", s.causal, " padded=", s.padded);
         const int outputs = emulated_gpu_system::output_launches;
         const int projected = emulated_gpu_system::projected_launches;
+        const int states = emulated_gpu_system::states_launches;
         cuda_emulation::faults() = 0;
         const auto e = kt::run_case<Map, float, emulated_gpu>(1, 2, s.L, s.causal, s.padded);
         const auto r = kt::run_case<Map, float, backends::reference>(1, 2, s.L, s.causal, s.padded);
@@ -139,6 +155,8 @@ void compare_emulated() {
         // d = 8, P = 16 or 32: so does φ's kernel.
         CHECK(emulated_gpu_system::output_launches > outputs);
         CHECK(emulated_gpu_system::projected_launches > projected);
+        // Causal: the block states' kernel too (F a multiple of 16, dv + 1 = 8 columns).
+        CHECK((emulated_gpu_system::states_launches > states) == s.causal);
     }
     // Packed documents of 1, 63, 1, 85, 64 and 136 tokens, causal and not.
     const std::vector<index_t> cu{0, 1, 64, 65, 150, 214, 350};
@@ -196,6 +214,39 @@ TEST_CASE("CUDA kernels under emulation: value widths with whole WMMA column til
             CHECK(kt::rel_err(ge.dq, gr.dq) < grad_tol<features::favor>);
             CHECK(cuda_emulation::faults() == 0);
         }
+    }
+}
+
+TEST_CASE("CUDA kernels under emulation: the causal states kernel across segments, state tiles and documents") {
+    // F = 80: a tile of four 16-row tiles and one of a single row tile; dv + 1 = 68: four
+    // whole column tiles and 4 staged ones; 1,100 tokens: 18 blocks in two segments of 16.
+    const attention_config cfg{.head_dim = 8, .value_dim = 67, .num_features = 80, .seed = 5, .sigma = 1.0};
+    const kt::attn<features::favor, float, backends::reference> ar(cfg);
+    const kt::attn<features::favor, float, emulated_gpu> ae(cfg);
+    const auto q = kt::randn<float, 4>({2, 1, 1100, 8}, 1, 0.5), k = kt::randn<float, 4>({2, 1, 1100, 8}, 2, 0.5);
+    const auto v = kt::randn<float, 4>({2, 1, 1100, 67}, 3), G = kt::randn<float, 4>({2, 1, 1100, 67}, 4);
+    const auto check = [&](const auto&... mask) {
+        cuda_emulation::faults() = 0;
+        const int states = emulated_gpu_system::states_launches;
+        CHECK(kt::rel_err(ae(q, k, v, kattn::causal, mask...), ar(q, k, v, kattn::causal, mask...)) < tol);
+        const auto ge = ae.backward(q, k, v, G, kattn::causal, mask...);
+        const auto gr = ar.backward(q, k, v, G, kattn::causal, mask...);
+        CHECK(kt::rel_err(ge.dv, gr.dv) < tol);
+        CHECK(kt::rel_err(ge.dk, gr.dk) < grad_tol<features::favor>);
+        CHECK(emulated_gpu_system::states_launches > states);
+        CHECK(cuda_emulation::faults() == 0);
+    };
+    SUBCASE("padded keys") { check(key_lengths(std::vector<index_t>{1100, 700})); }
+    SUBCASE("packed documents, one of them across the segments' edge") {
+        const auto q1 = kt::randn<float, 4>({1, 1, 1100, 8}, 1, 0.5);
+        const std::vector<index_t> cu{0, 70, 900, 1100};
+        const packed_sequences docs{cu};
+        const auto k1 = kt::randn<float, 4>({1, 1, 1100, 8}, 2, 0.5), v1 = kt::randn<float, 4>({1, 1, 1100, 67}, 3);
+        cuda_emulation::faults() = 0;
+        const int states = emulated_gpu_system::states_launches;
+        CHECK(kt::rel_err(ae(q1, k1, v1, kattn::causal, docs), ar(q1, k1, v1, kattn::causal, docs)) < tol);
+        CHECK(emulated_gpu_system::states_launches > states);
+        CHECK(cuda_emulation::faults() == 0);
     }
 }
 

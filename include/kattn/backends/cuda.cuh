@@ -9,9 +9,10 @@
 // cublasGemmStridedBatchedEx for every product (float: TF32 tensor cores by default,
 // float_gemm::bf16 / fp16 for the 16-bit tensor cores, float_gemm::fp32 for exact FP32,
 // all with FP32 accumulation; double: FP64), cudaMemcpyAsync for the host API's copies;
-// φ in one kernel (projected_rows.cuh) where it applies, and on request (fused_outputs) the
-// forward's outputs in one kernel per tile of 64 query rows (chunk_outputs.cuh). No atomics and no float scans: the same call on the same GPU
-// gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
+// φ in one kernel (projected_rows.cuh) where it applies; on request, the forward's outputs
+// in one kernel per tile of 64 query rows (fused_outputs, chunk_outputs.cuh) and the causal
+// block states scanned as they are made (fused_states, chunk_states.cuh). No atomics and no
+// float scans: the same call on the same GPU gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
 // Operators (linear_attention<Map, S, backends::cuda, T>) run on the default stream with
 // TF32; the device-resident call takes a cuda_system object with its own stream and
 // precision. docs/cuda_backend.md.
@@ -29,6 +30,7 @@
 
 #include "../core/error.hpp"
 #include "chunk_outputs.cuh"
+#include "chunk_states.cuh"
 #include "chunked.hpp"
 #include "projected_rows.cuh"
 #include "warp_ops.cuh"
@@ -179,6 +181,11 @@ struct cuda_system {
     /// Off by default until the kernel has been measured and checked on a GPU (the tests
     /// run both ways; docs/cuda_backend.md §5).
     bool fused_outputs = false;
+    /// Make the causal block states and the first step of their scan in one kernel where
+    /// it applies (launch_chunk_states); false keeps the cuBLAS product and the scan. Off
+    /// by default until the kernel has been measured and checked on a GPU (the tests run
+    /// both ways; docs/cuda_backend.md §5).
+    bool fused_states = false;
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -279,6 +286,37 @@ struct cuda_system {
                     "cudaFuncSetAttribute");
             const index_t blocks = std::min<index_t>(t.count, index_t(1) << 20);
             kernel<<<unsigned(blocks), detail::output_threads, bytes, stream>>>(t, mask, emit);
+            detail::cuda_check(cudaGetLastError(), "kernel launch");
+        }
+    }
+
+    /// Whether launch_chunk_states runs for F features and dv1 value columns: float,
+    /// fused_states on, non-exact float products (the kernel rounds to TF32), F a multiple
+    /// of 16 and dv1 of 4, a device of compute capability 8.0 or newer.
+    template <class W>
+    bool fuses_chunk_states(index_t F, index_t dv1) const {
+        if constexpr (!std::is_same_v<W, float>) {
+            return false;
+        } else {
+            if (!fused_states || float_math == float_gemm::fp32 || !detail::chunk_states_shape(F, dv1)) return false;
+            return detail::device_limits().major >= 8;
+        }
+    }
+
+    /// The causal block states and the first step of their scan (chunked_impl::
+    /// segment_states, with the scan's steps) in one kernel (backends/chunk_states.cuh).
+    /// Call only where fuses_chunk_states said yes.
+    template <class Job, class Steps>
+    void launch_chunk_states(const Job& job, const Steps& steps) const {
+        using W = std::remove_cv_t<std::remove_pointer_t<decltype(job.A)>>;
+        if constexpr (!std::is_same_v<W, float>) {
+            throw kattn::error("kattn: CUDA backend: launch_chunk_states: float states only (fuses_chunk_states)");
+        } else {
+            const index_t blocks = std::min<index_t>(detail::chunk_states_blocks(job), index_t(1) << 20);
+            if (blocks <= 0) return;
+            detail::
+                chunk_states_kernel<<<unsigned(blocks), detail::states_threads, detail::states_shared_bytes, stream>>>(
+                    job, steps);
             detail::cuda_check(cudaGetLastError(), "kernel launch");
         }
     }

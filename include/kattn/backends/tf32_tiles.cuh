@@ -1,15 +1,16 @@
 // kattn/backends/tf32_tiles.cuh — what the CUDA backend's tensor-core kernels share (nvcc only).
 //
 // The kernels that keep a product on chip (projected_rows.cuh: U = X·Ω; chunk_outputs.cuh:
-// the forward's scores and numerators) multiply float tiles with WMMA m16n16k8: inputs
+// the forward's scores and numerators; chunk_states.cuh: the causal block states) multiply float tiles with WMMA m16n16k8: inputs
 // rounded to TF32, FP32 accumulation, on devices of compute capability 8.0 or newer.
 //   tile_ld(n)            the leading dimension of a shared tile of n columns (n a
 //                         multiple of 4): four floats of padding spread a column's rows
 //                         over the banks and keep every 16-row tile 32-byte aligned, as
 //                         load_matrix_sync and store_matrix_sync need
-//   tf32_a / tf32_b / tf32_bt / f32_acc
-//                         the fragment types: A row-major, B row-major, B column-major
-//                         (a transposed operand), the FP32 accumulator
+//   tf32_a / tf32_at / tf32_b / tf32_bt / f32_acc
+//                         the fragment types: A row-major, A column-major, B row-major,
+//                         B column-major (the column-major ones read transposed operands),
+//                         the FP32 accumulator
 //   load_tf32(frag, p, ld)
 //                         load_matrix_sync, then every element rounded to TF32
 #pragma once
@@ -18,7 +19,7 @@
 
 namespace kattn::detail {
 
-__host__ __device__ inline int tile_ld(int n) { return n + 4; }
+__host__ __device__ constexpr int tile_ld(int n) { return n + 4; }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 using tf32_a =
@@ -27,6 +28,8 @@ using tf32_b =
     nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 8, nvcuda::wmma::precision::tf32, nvcuda::wmma::row_major>;
 using tf32_bt =
     nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, 8, nvcuda::wmma::precision::tf32, nvcuda::wmma::col_major>;
+using tf32_at =
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, 8, nvcuda::wmma::precision::tf32, nvcuda::wmma::col_major>;
 using f32_acc = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 8, float>;
 
 /// A fragment from p (leading dimension ld elements, p 32-byte aligned), rounded to TF32.

@@ -12,7 +12,8 @@
 //                 O = Φ_Q·S, out = O[:dv] / guard(O[dv])
 //   causal        chunks of 64: block states A_b = Φ_K,bᵀ(kw ⊙ [V, 1]_b); their exclusive
 //                 prefix X_b (chunked/scans.hpp: segments, fixed order, no float scan
-//                 primitive); the inter part
+//                 primitive; a system with launch_chunk_states makes the states and
+//                 the scan within segments in one pass); the inter part
 //                 Φ_Q,b·X_b; the intra part (mask ⊙ Φ_Q,bΦ_K,bᵀ)·[V, 1]_b; each a batched GEMM
 //                 over problems × blocks; out from e^{E_{b−1} − C_i}·inter + intra
 // A system with launch_chunk_outputs makes the output stage (inter, intra, mask, out) in
@@ -87,6 +88,37 @@ void state_product(const System& sys, index_t F, index_t dv1, index_t K, const W
     auto part = sys.template make_buffer<W>(problems * slabs * n);
     sys.gemm(true, false, F, dv1, slab, Phi, F, slab * F, Y, dv1, slab * dv1, part.data(), dv1, n, problems * slabs);
     sys.launch(problems * n, sum_slabs<W>{part.data(), slabs, n, S});
+}
+
+/// Whether the system makes the causal block states and their prefixes within segments in
+/// one pass (launch_chunk_states, a capability with a default: no).
+template <class W, class System>
+bool fused_states(const System& sys, const geometry& g) {
+    if constexpr (requires { sys.template fuses_chunk_states<W>(g.F, g.dv1); })
+        return sys.template fuses_chunk_states<W>(g.F, g.dv1);
+    else
+        return false;
+}
+
+/// Causal: the exclusive prefixes X_b of the block states A_b = Φ_K,bᵀ·V1w_b, into A
+/// (problems × nb × F × dv1): step 1 of the scan as the batched product then
+/// prefix_in_segments, or in one pass where the system can (segment_states), then its
+/// steps 2 and 3 (chunked/scans.hpp).
+template <class Map, class W, class System>
+void prefix_states(const System& sys, const geometry& g, const W* E, const W* phk, const W* V1w, W* A) {
+    const segments sg = segments_of(g);
+    const index_t n = g.problems * g.F * g.dv1;
+    auto T = sys.template make_buffer<W>(n * sg.count);
+    const prefix_steps<Map, W> steps{g, E};
+    if (fused_states<W>(sys, g)) {
+        if constexpr (requires { sys.template fuses_chunk_states<W>(g.F, g.dv1); }) {
+            sys.launch_chunk_states(segment_states<W>{g.problems, g.nb, g.F, g.dv1, sg, phk, V1w, A, T.data()}, steps);
+        }
+    } else {
+        state_product(sys, g.F, g.dv1, chunk, phk, V1w, A, g.problems * g.nb);
+        sys.launch(n * sg.count, prefix_in_segments<Map, W>{g, sg, steps, A, T.data()});
+    }
+    finish_prefix<Map, W>(sys, g, E, T.data(), A);
 }
 
 /// φ (and the stabiliser shifts) of every row of x, padded to Lp rows per problem: in one
@@ -165,8 +197,12 @@ struct forward_pass {
         detail::launch_rows(sys, n * g.Lkp,
                             value_rows<Map, T, W, system_row_ops<System>>{g, v, ck, E.data(), V1w.data(),
                                                                           g.causal ? V1.data() : nullptr});
-        // Block states (causal) or the one state per head: F × (dv + 1).
-        state_product(sys, F, dv1, blk, phk, V1w.data(), A.data(), n * g.nb);
+        // Causal: the block states' exclusive prefixes. Otherwise the one state per head
+        // (or, packed, per block): F × (dv + 1).
+        if (g.causal)
+            prefix_states<Map, W>(sys, g, E.data(), phk, V1w.data(), A.data());
+        else
+            state_product(sys, F, dv1, blk, phk, V1w.data(), A.data(), n * g.nb);
         if (!g.causal && !g.packed()) {
             if (!outputs) return;
             sys.gemm(false, false, g.Lqp, dv1, F, phq, F, g.Lqp * F, A.data(), dv1, F * dv1, O.data(), dv1, g.Lqp * dv1,
@@ -174,9 +210,7 @@ struct forward_pass {
             return;
         }
         const index_t C = chunk, nc = n * g.nb;
-        if (g.causal)
-            chunk_prefix<Map, W>(sys, g, E.data(), A.data());
-        else  // packed documents: each block holds its whole document's state
+        if (!g.causal)  // packed documents: each block holds its whole document's state
             sys.launch(n * F * dv1, document_states<Map, W>{g, E.data(), A.data()});
         if (!outputs) return;
         sys.gemm(false, false, C, dv1, F, phq, F, C * F, A.data(), dv1, F * dv1, O.data(), dv1, C * dv1, nc);

@@ -20,6 +20,9 @@
 // Every output has one writer and a fixed order of operations, so results are the same on
 // every run and thread count; rescaling by e^{E_a − E_b} in one factor instead of a product
 // of per-block factors changes the results by rounding only.
+// Step 1 of the prefix can also take the block states' products with it (segment_states:
+// a system's launch_chunk_states makes A_b and scans it without a round trip through memory);
+// the steps' arithmetic (prefix_step) is the same either way.
 #pragma once
 
 #include "kernels.hpp"
@@ -40,6 +43,32 @@ struct segments {
 
 inline segments segments_of(const geometry& g) { return {(g.nb + scan_segment - 1) / scan_segment}; }
 
+/// Prefix, step 1, at block b (the k-th of its segment), the same for every element: b
+/// keeps stored(run), the exclusive prefix from the segment's start (zero where a sequence
+/// starts at b), and the run goes on as next(run, A_b).
+template <class W>
+struct prefix_step {
+    bool start = false;  ///< a sequence starts at b: b keeps zero and the run restarts
+    bool keep = false;   ///< the run carries over from b − 1 (not at a start, not at k = 0)
+    W f = W(0);          ///< when it does, e^{E_{b−1} − E_b}: the run moved to b's reference
+    KATTN_HD W stored(W run) const { return start ? W(0) : run; }
+    KATTN_HD W next(W run, W cur) const { return keep ? f * run + cur : cur; }
+};
+
+/// The prefix steps of one call: at(p, b, k) for problem p's block b, the k-th of its segment.
+template <class Map, class W>
+struct prefix_steps {
+    geometry g;
+    const W* E;
+    KATTN_HD prefix_step<W> at(index_t p, index_t b, index_t k) const {
+        prefix_step<W> s;
+        s.start = g.starts_sequence(b);
+        s.keep = !s.start && k > 0;
+        if (s.keep) s.f = rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]);
+        return s;
+    }
+};
+
 /// Prefix, step 1, per (p, s, fc): A_b of segment s becomes the exclusive prefix from the
 /// segment's start (or the last sequence start in it); T[p, s] the state through the
 /// segment's last block at its reference.
@@ -47,7 +76,7 @@ template <class Map, class W>
 struct prefix_in_segments {
     geometry g;
     segments sg;
-    const W* E;
+    prefix_steps<Map, W> steps;
     W* A;
     W* T;  ///< problems × segments × F(dv+1)
     KATTN_HD void operator()(index_t idx) const {
@@ -59,14 +88,32 @@ struct prefix_in_segments {
         W run = W(0);
         for (index_t k = 0; k < scan_segment; ++k) {
             if (k < nk) {
-                const index_t b = b0 + k;
-                const bool start = g.starts_sequence(b);
-                a[k * n] = start ? W(0) : run;
-                run = start || k == 0 ? cur[k] : rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run + cur[k];
+                const prefix_step<W> st = steps.at(p, b0 + k, k);
+                a[k * n] = st.stored(run);
+                run = st.next(run, cur[k]);
             }
         }
         T[idx] = run;
     }
+};
+
+/// Prefix, step 1 with the block states' products, for a system that makes them in one
+/// pass (launch_chunk_states): for every problem p and segment s, and the segment's blocks
+/// b in order, with A_b = Φ_K,bᵀ·V1w_b (F × dv1, a product over the block's 64 keys) and
+/// st = steps.at(p, b, k): b's slot of A receives st.stored(run), then run = st.next(run,
+/// A_b); T[p, s] = run after the segment's last block. The same as the batched state
+/// product over blocks followed by prefix_in_segments, without A_b's round trip through
+/// memory.
+template <class W>
+struct segment_states {
+    static constexpr index_t rows = chunk;  ///< keys per block
+    index_t problems = 0, nb = 0, F = 0, dv1 = 0;
+    segments sg;
+    const W* phk = nullptr;  ///< the key features, problems·nb·64 × F
+    const W* V1w = nullptr;  ///< the weighted [v, 1] rows, problems·nb·64 × dv1
+    W* A = nullptr;          ///< out: problems × nb × F × dv1
+    W* T = nullptr;          ///< out: problems × sg.count × F × dv1
+    KATTN_HD index_t jobs() const { return problems * sg.count; }
 };
 
 /// Whether a sequence starts at one of the blocks [b0, b] (packed: a document; otherwise
@@ -214,15 +261,14 @@ struct suffix_apply {
     }
 };
 
-/// Causal block states → exclusive prefixes, in place (A: problems × nb × F(dv+1)).
+/// Prefix steps 2 and 3, after step 1 has left the prefixes within segments in A and the
+/// segments' totals in T (problems × segments × F(dv+1)): A then holds the exclusive
+/// prefixes X_b.
 template <class Map, class W, class System>
-void chunk_prefix(const System& sys, const geometry& g, const W* E, W* A) {
+void finish_prefix(const System& sys, const geometry& g, const W* E, W* T, W* A) {
     const segments sg = segments_of(g);
-    const index_t n = g.problems * g.F * g.dv1;
-    auto T = sys.template make_buffer<W>(n * sg.count);
-    sys.launch(n * sg.count, prefix_in_segments<Map, W>{g, sg, E, A, T.data()});
-    sys.launch(n, prefix_carries<Map, W>{g, sg, E, T.data()});
-    launch_rows(sys, g.problems * g.nb, prefix_apply<Map, W, system_row_ops<System>>{g, sg, E, T.data(), A});
+    sys.launch(g.problems * g.F * g.dv1, prefix_carries<Map, W>{g, sg, E, T});
+    launch_rows(sys, g.problems * g.nb, prefix_apply<Map, W, system_row_ops<System>>{g, sg, E, T, A});
 }
 
 /// Cotangents D_b → reverse suffixes T_b, in place (D: problems × nb × F(dv+1)).

@@ -25,6 +25,12 @@
 //                         rows (output_tiles, chunked/kernels.hpp): scores and numerators
 //                         stay on chip (cuda_system: backends/chunk_outputs.cuh; host_system:
 //                         the same sums in the same order as its products and row passes).
+//   fuses_chunk_states<W>(F, dv1) -> bool, launch_chunk_states(job, steps)
+//                         the causal block states and the first step of their prefix scan
+//                         in one pass per (problem, segment) (segment_states,
+//                         chunked/scans.hpp): no block state goes to memory before its scan
+//                         (cuda_system: backends/chunk_states.cuh; host_system: the same
+//                         sums in the same order as the product and the scan).
 // host_system runs everything on the calling
 // process's OpenMP threads: every output element is computed by one thread in a fixed
 // order, so results are bitwise independent of the thread count. CUDA: backends/cuda.cuh.
@@ -216,6 +222,10 @@ struct host_system {
     /// (launch_chunk_outputs); false runs the products and row passes. Both give the same
     /// bits on the host, which the tests check.
     bool fused_outputs = true;
+    /// Make the causal block states and their prefixes within segments one (problem,
+    /// segment) at a time (launch_chunk_states); false runs the batched product and the
+    /// scan. Both give the same bits on the host, which the tests check.
+    bool fused_states = true;
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -285,6 +295,42 @@ struct host_system {
             }
             for (index_t i = 0; i < C; ++i)
                 emit.apply(ti * C + i, O.data() + i * dv1, t.intra() ? Oa.data() + i * dv1 : nullptr);
+        }
+    }
+
+    /// Whether launch_chunk_states runs (any working precision).
+    template <class W>
+    bool fuses_chunk_states(index_t, index_t) const {
+        return fused_states;
+    }
+
+    /// The causal block states and their prefixes within segments, per (problem, segment)
+    /// (segment_states, chunked/scans.hpp): each block's product is this system's gemm and
+    /// each step the scan's own prefix_step, so the result has the same bits as the batched
+    /// product and the scan it replaces.
+    template <class Job, class Steps>
+    void launch_chunk_states(const Job& job, const Steps& steps) const {
+        using W = std::remove_cv_t<std::remove_pointer_t<decltype(job.A)>>;
+        constexpr index_t C = Job::rows;
+        const index_t F = job.F, dv1 = job.dv1, n = F * dv1;
+#pragma omp parallel for schedule(static)
+        for (index_t ps = 0; ps < job.jobs(); ++ps) {
+            const index_t p = ps / job.sg.count, s = ps % job.sg.count;
+            const index_t b0 = job.sg.first(s), b1 = job.sg.last(s, job.nb);
+            std::vector<W> run(static_cast<std::size_t>(n), W(0)), cur(static_cast<std::size_t>(n));
+            for (index_t b = b0; b <= b1; ++b) {
+                const index_t pb = p * job.nb + b;
+                gemm(true, false, F, dv1, C, job.phk + pb * C * F, F, 0, job.V1w + pb * C * dv1, dv1, 0, cur.data(),
+                     dv1, 0, 1);
+                const auto st = steps.at(p, b, b - b0);
+                W* a = job.A + pb * n;
+                for (index_t e = 0; e < n; ++e) {
+                    const auto i = static_cast<std::size_t>(e);
+                    a[e] = st.stored(run[i]);
+                    run[i] = st.next(run[i], cur[i]);
+                }
+            }
+            std::copy(run.begin(), run.end(), job.T + ps * n);
         }
     }
 
