@@ -1,17 +1,20 @@
-// kattn/backends/chunk_states.cuh — the causal block states and their scan within segments,
+// kattn/backends/chunk_states.cuh — causal block states and the first step of their scan,
 // in one kernel (nvcc only).
 //
 // The causal chunked forward (chunked/forward.hpp, prefix_states) needs the exclusive
-// prefixes X_b of the block states A_b = Φ_K,bᵀ·V1w_b. As a batched product and then the
-// scan's first step, every A_b (F × dv1 floats per block of 64 keys) goes to device memory,
-// comes back to be scanned and goes out again. This kernel scans each state as it is made
-// (segment_states, chunked/scans.hpp): a thread block takes one (problem, segment, tile of
-// 64 state rows) and its warps take pairs of 16-row tiles × one 16-column tile each. Per
-// block b of the segment, in order, a warp
-//   1. makes its part of A_b on tensor cores (WMMA m16n16k8, Φ_K read transposed as a
-//      column-major operand, inputs rounded to TF32, FP32 accumulation) over the 64 keys;
-//   2. stores step.stored(run) as b's slot of A, then run = step.next(run, A_b), element by
-//      element in the accumulator fragments (prefix_step: the same for every element);
+// prefixes X_b of the block states A_b = Φ_K,bᵀ·V1w_b, and the backward the reverse
+// suffixes of its cotangent states D_b = Φ_Q,bᵀ·ñf_b. As a batched product and then the
+// scan's first step, every block state (F × dv1 floats per block of 64 rows) goes to
+// device memory, comes back to be scanned and goes out again. This kernel scans each state
+// as it is made (segment_states, chunked/scans.hpp): a thread block takes one (problem,
+// segment, tile of 64 state rows) and its warps take pairs of 16-row tiles × one 16-column
+// tile each. Per block b of the segment, in the steps' order (prefix: first to last;
+// suffix: last to first), a warp
+//   1. makes its part of A_b on tensor cores (WMMA m16n16k8, Φ read transposed as a
+//      column-major operand, inputs rounded to TF32, FP32 accumulation) over the 64 rows;
+//   2. sets run = step.begin(run), stores step.stored(run) as b's slot, then run =
+//      step.next(run, A_b), element by element in the accumulator fragments (a step is
+//      the same for every element: prefix_step, suffix_step);
 // and after the segment stores run as the segment's total. The last dv1 mod 16 columns go
 // through the same path with the values staged, zero-padded, in the warp's shared memory,
 // and the results copied out from it. Every output has one writer and a fixed order of
@@ -91,10 +94,10 @@ __global__ void __launch_bounds__(states_threads) chunk_states_kernel(Job job, S
             const int c0 = ct * 16, cols = ct < wide_tiles ? 16 : tail;
             f32_acc run[2], acc[2], out;
             for (int r = 0; r < 2; ++r) wmma::fill_fragment(run[r], 0.0f);
-            for (index_t b = b0; b <= b1; ++b) {
-                const index_t pb = p * job.nb + b;
-                const float* K = job.phk + pb * C * F;
-                const float* V = job.V1w + pb * C * dv1;
+            for (index_t i = 0; i <= b1 - b0; ++i) {
+                const index_t b = Steps::reverse ? b1 - i : b0 + i, pb = p * job.nb + b;
+                const float* K = job.phi + pb * C * F;
+                const float* V = job.Y + pb * C * dv1;
                 for (int r = 0; r < 2; ++r) wmma::fill_fragment(acc[r], 0.0f);
                 for (int j = 0; j < C; j += 8) {
                     tf32_b bv;
@@ -117,6 +120,7 @@ __global__ void __launch_bounds__(states_threads) chunk_states_kernel(Job job, S
                 }
                 const auto st = steps.at(p, b, b - b0);
                 for (int r = 0; r < nr; ++r) {
+                    for (int e = 0; e < run[r].num_elements; ++e) run[r].x[e] = st.begin(run[r].x[e]);
                     for (int e = 0; e < out.num_elements; ++e) out.x[e] = st.stored(run[r].x[e]);
                     store_state_tile(job.A + pb * n + index_t(f0 + (r0 + r) * 16) * dv1 + c0, dv1, out, cols,
                                      stage_out);

@@ -224,8 +224,14 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         sys.gemm(false, true, C, C, dv1, Nt.data(), dv1, C * dv1, fp.V1.data(), dv1, C * dv1, M.data(), C, C * C, nc);
         sys.launch(qr * C, mask_scores<Map, W>{g, ck, fp.Cq.data(), M.data()});
         sys.gemm(false, false, C, F, C, M.data(), C, C * C, phk, F, C * F, dPhq.data(), F, C * F, nc, true);
-        sys.gemm(true, false, F, dv1, C, phq, F, C * F, Nf.data(), dv1, C * dv1, D.data(), dv1, F * dv1, nc);
-        chunk_suffix<Map, W>(sys, g, fp.E.data(), D.data());
+        {  // D_b = Φ_Q,bᵀ·ñf_b and their reverse suffixes
+            const segments sg = segments_of(g);
+            auto totals = sys.template make_buffer<W>(n * F * dv1 * sg.count);
+            const suffix_steps<Map, W> steps{g, fp.E.data()};
+            scan_block_states(sys, g, steps, phq, Nf.data(), D.data(), totals.data(),
+                              suffix_in_segments<Map, W>{g, sg, steps, D.data(), totals.data()});
+            finish_suffix<Map, W>(sys, g, fp.E.data(), totals.data(), D.data());
+        }
         sys.gemm(true, false, C, F, C, M.data(), C, C * C, phq, F, C * F, dPhk.data(), F, C * F, nc);
         sys.gemm(false, true, C, F, dv1, fp.V1w.data(), dv1, C * dv1, D.data(), dv1, F * dv1, dPhk.data(), F, C * F, nc,
                  true);

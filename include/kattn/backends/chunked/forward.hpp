@@ -100,24 +100,33 @@ bool fused_states(const System& sys, const geometry& g) {
         return false;
 }
 
+/// Step 1 of a chunk scan with the block states' products: A_b = Φ_bᵀ·Y_b for every block
+/// (phi: problems·nb·64 × F, Y: problems·nb·64 × dv1), scanned within segments as `steps`
+/// say into A (each block's value) and T (each segment's total): in one pass where the
+/// system can (segment_states), otherwise the batched product, then `in_segments` (the
+/// scan's own step 1 over A, with the same steps).
+template <class W, class System, class Steps, class InSegments>
+void scan_block_states(const System& sys, const geometry& g, const Steps& steps, const W* phi, const W* Y, W* A, W* T,
+                       const InSegments& in_segments) {
+    const segments sg = segments_of(g);
+    if (fused_states<W>(sys, g)) {
+        if constexpr (requires { sys.template fuses_chunk_states<W>(g.F, g.dv1); })
+            sys.launch_chunk_states(segment_states<W>{g.problems, g.nb, g.F, g.dv1, sg, phi, Y, A, T}, steps);
+        return;
+    }
+    state_product(sys, g.F, g.dv1, chunk, phi, Y, A, g.problems * g.nb);
+    sys.launch(g.problems * g.F * g.dv1 * sg.count, in_segments);
+}
+
 /// Causal: the exclusive prefixes X_b of the block states A_b = Φ_K,bᵀ·V1w_b, into A
-/// (problems × nb × F × dv1): step 1 of the scan as the batched product then
-/// prefix_in_segments, or in one pass where the system can (segment_states), then its
-/// steps 2 and 3 (chunked/scans.hpp).
+/// (problems × nb × F × dv1): the scan's step 1 with the products (scan_block_states),
+/// then its steps 2 and 3 (chunked/scans.hpp).
 template <class Map, class W, class System>
 void prefix_states(const System& sys, const geometry& g, const W* E, const W* phk, const W* V1w, W* A) {
     const segments sg = segments_of(g);
-    const index_t n = g.problems * g.F * g.dv1;
-    auto T = sys.template make_buffer<W>(n * sg.count);
+    auto T = sys.template make_buffer<W>(g.problems * g.F * g.dv1 * sg.count);
     const prefix_steps<Map, W> steps{g, E};
-    if (fused_states<W>(sys, g)) {
-        if constexpr (requires { sys.template fuses_chunk_states<W>(g.F, g.dv1); }) {
-            sys.launch_chunk_states(segment_states<W>{g.problems, g.nb, g.F, g.dv1, sg, phk, V1w, A, T.data()}, steps);
-        }
-    } else {
-        state_product(sys, g.F, g.dv1, chunk, phk, V1w, A, g.problems * g.nb);
-        sys.launch(n * sg.count, prefix_in_segments<Map, W>{g, sg, steps, A, T.data()});
-    }
+    scan_block_states(sys, g, steps, phk, V1w, A, T.data(), prefix_in_segments<Map, W>{g, sg, steps, A, T.data()});
     finish_prefix<Map, W>(sys, g, E, T.data(), A);
 }
 

@@ -43,21 +43,26 @@ struct segments {
 
 inline segments segments_of(const geometry& g) { return {(g.nb + scan_segment - 1) / scan_segment}; }
 
-/// Prefix, step 1, at block b (the k-th of its segment), the same for every element: b
-/// keeps stored(run), the exclusive prefix from the segment's start (zero where a sequence
-/// starts at b), and the run goes on as next(run, A_b).
+/// Step 1 of a scan at block b (the k-th of its segment), the same for every element: with
+/// run the value carried from the block visited before (zero at the segment's first),
+/// run = begin(run); b keeps stored(run); the run goes on as next(run, A_b). The prefix
+/// visits a segment's blocks in order: b keeps the exclusive prefix from the segment's
+/// start (zero where a sequence starts at b).
 template <class W>
 struct prefix_step {
     bool start = false;  ///< a sequence starts at b: b keeps zero and the run restarts
     bool keep = false;   ///< the run carries over from b − 1 (not at a start, not at k = 0)
     W f = W(0);          ///< when it does, e^{E_{b−1} − E_b}: the run moved to b's reference
+    KATTN_HD W begin(W run) const { return run; }
     KATTN_HD W stored(W run) const { return start ? W(0) : run; }
     KATTN_HD W next(W run, W cur) const { return keep ? f * run + cur : cur; }
 };
 
-/// The prefix steps of one call: at(p, b, k) for problem p's block b, the k-th of its segment.
+/// The prefix steps of one call: at(p, b, k) for problem p's block b, the k-th of its
+/// segment (blocks visited in order).
 template <class Map, class W>
 struct prefix_steps {
+    static constexpr bool reverse = false;
     geometry g;
     const W* E;
     KATTN_HD prefix_step<W> at(index_t p, index_t b, index_t k) const {
@@ -89,6 +94,7 @@ struct prefix_in_segments {
         for (index_t k = 0; k < scan_segment; ++k) {
             if (k < nk) {
                 const prefix_step<W> st = steps.at(p, b0 + k, k);
+                run = st.begin(run);
                 a[k * n] = st.stored(run);
                 run = st.next(run, cur[k]);
             }
@@ -97,20 +103,49 @@ struct prefix_in_segments {
     }
 };
 
-/// Prefix, step 1 with the block states' products, for a system that makes them in one
-/// pass (launch_chunk_states): for every problem p and segment s, and the segment's blocks
-/// b in order, with A_b = Φ_K,bᵀ·V1w_b (F × dv1, a product over the block's 64 keys) and
-/// st = steps.at(p, b, k): b's slot of A receives st.stored(run), then run = st.next(run,
-/// A_b); T[p, s] = run after the segment's last block. The same as the batched state
-/// product over blocks followed by prefix_in_segments, without A_b's round trip through
-/// memory.
+/// Suffix, step 1, at block b (visited from the segment's last block down): b keeps the
+/// reverse exclusive suffix to its document's end (the run restarts after a document's
+/// last block), and the run takes D_b in unless a sequence starts at b.
+template <class W>
+struct suffix_step {
+    bool reset = false;  ///< b is a document's last block: nothing after it counts
+    bool add = false;    ///< no sequence starts at b: the run takes D_b in
+    W f = W(0);          ///< when it does, e^{E_{b−1} − E_b}: the run moved to b − 1's reference
+    KATTN_HD W begin(W run) const { return reset ? W(0) : run; }
+    KATTN_HD W stored(W run) const { return run; }
+    KATTN_HD W next(W run, W cur) const { return add ? cur + f * run : run; }
+};
+
+/// The suffix steps of one call (blocks visited from a segment's last down).
+template <class Map, class W>
+struct suffix_steps {
+    static constexpr bool reverse = true;
+    geometry g;
+    const W* E;
+    KATTN_HD suffix_step<W> at(index_t p, index_t b, index_t) const {
+        suffix_step<W> s;
+        s.reset = g.packed() && g.doc_last[b] == b;
+        s.add = !g.starts_sequence(b);
+        if (s.add) s.f = rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]);
+        return s;
+    }
+};
+
+/// Step 1 of a scan with the block states' products, for a system that makes them in one
+/// pass (launch_chunk_states, with prefix_steps or suffix_steps): for every problem p and
+/// segment s, and the segment's blocks b (in order, or from the last when the steps are
+/// reverse), with A_b = Φ_bᵀ·Y_b (F × dv1, a product over the block's 64 rows) and st =
+/// steps.at(p, b, b − first(s)): run = st.begin(run), b's slot of A receives
+/// st.stored(run), then run = st.next(run, A_b); T[p, s] = run after the segment. The same
+/// as the batched product over blocks followed by prefix_in_segments (suffix_in_segments),
+/// without A_b's round trip through memory.
 template <class W>
 struct segment_states {
-    static constexpr index_t rows = chunk;  ///< keys per block
+    static constexpr index_t rows = chunk;  ///< rows per block
     index_t problems = 0, nb = 0, F = 0, dv1 = 0;
     segments sg;
-    const W* phk = nullptr;  ///< the key features, problems·nb·64 × F
-    const W* V1w = nullptr;  ///< the weighted [v, 1] rows, problems·nb·64 × dv1
+    const W* phi = nullptr;  ///< the features (keys: Φ_K; the backward's suffix: Φ_Q), problems·nb·64 × F
+    const W* Y = nullptr;    ///< the weighted [v, 1] rows (suffix: ñf), problems·nb·64 × dv1
     W* A = nullptr;          ///< out: problems × nb × F × dv1
     W* T = nullptr;          ///< out: problems × sg.count × F × dv1
     KATTN_HD index_t jobs() const { return problems * sg.count; }
@@ -189,7 +224,7 @@ template <class Map, class W>
 struct suffix_in_segments {
     geometry g;
     segments sg;
-    const W* E;
+    suffix_steps<Map, W> steps;
     W* D;
     W* T;
     KATTN_HD void operator()(index_t idx) const {
@@ -201,10 +236,10 @@ struct suffix_in_segments {
         W run = W(0);
         for (index_t k = scan_segment - 1; k >= 0; --k) {
             if (k < nk) {
-                const index_t b = b0 + k;
-                if (g.packed() && g.doc_last[b] == b) run = W(0);  // a document's last block
-                d[k * n] = run;
-                if (!g.starts_sequence(b)) run = cur[k] + rescale<Map>(E[p * g.nb + b - 1], E[p * g.nb + b]) * run;
+                const suffix_step<W> st = steps.at(p, b0 + k, k);
+                run = st.begin(run);
+                d[k * n] = st.stored(run);
+                run = st.next(run, cur[k]);
             }
         }
         T[idx] = run;
@@ -271,15 +306,13 @@ void finish_prefix(const System& sys, const geometry& g, const W* E, W* T, W* A)
     launch_rows(sys, g.problems * g.nb, prefix_apply<Map, W, system_row_ops<System>>{g, sg, E, T, A});
 }
 
-/// Cotangents D_b → reverse suffixes T_b, in place (D: problems × nb × F(dv+1)).
+/// Suffix steps 2 and 3, after step 1 has left the suffixes within segments in D and the
+/// values for the blocks before the segments in T: D then holds the reverse suffixes.
 template <class Map, class W, class System>
-void chunk_suffix(const System& sys, const geometry& g, const W* E, W* D) {
+void finish_suffix(const System& sys, const geometry& g, const W* E, W* T, W* D) {
     const segments sg = segments_of(g);
-    const index_t n = g.problems * g.F * g.dv1;
-    auto T = sys.template make_buffer<W>(n * sg.count);
-    sys.launch(n * sg.count, suffix_in_segments<Map, W>{g, sg, E, D, T.data()});
-    sys.launch(n, suffix_carries<Map, W>{g, sg, E, T.data()});
-    launch_rows(sys, g.problems * g.nb, suffix_apply<Map, W, system_row_ops<System>>{g, sg, E, T.data(), D});
+    sys.launch(g.problems * g.F * g.dv1, suffix_carries<Map, W>{g, sg, E, T});
+    launch_rows(sys, g.problems * g.nb, suffix_apply<Map, W, system_row_ops<System>>{g, sg, E, T, D});
 }
 
 }  // namespace kattn::detail::chunked_impl

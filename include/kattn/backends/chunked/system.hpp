@@ -26,9 +26,10 @@
 //                         stay on chip (cuda_system: backends/chunk_outputs.cuh; host_system:
 //                         the same sums in the same order as its products and row passes).
 //   fuses_chunk_states<W>(F, dv1) -> bool, launch_chunk_states(job, steps)
-//                         the causal block states and the first step of their prefix scan
-//                         in one pass per (problem, segment) (segment_states,
-//                         chunked/scans.hpp): no block state goes to memory before its scan
+//                         the causal block states (forward: A_b; backward: D_b) and the
+//                         first step of their scan (prefix; suffix) in one pass per
+//                         (problem, segment) (segment_states, chunked/scans.hpp): no block
+//                         state goes to memory before its scan
 //                         (cuda_system: backends/chunk_states.cuh; host_system: the same
 //                         sums in the same order as the product and the scan).
 // host_system runs everything on the calling
@@ -222,9 +223,10 @@ struct host_system {
     /// (launch_chunk_outputs); false runs the products and row passes. Both give the same
     /// bits on the host, which the tests check.
     bool fused_outputs = true;
-    /// Make the causal block states and their prefixes within segments one (problem,
-    /// segment) at a time (launch_chunk_states); false runs the batched product and the
-    /// scan. Both give the same bits on the host, which the tests check.
+    /// Make the causal block states (and the backward's cotangent states) and scan them
+    /// within segments one (problem, segment) at a time (launch_chunk_states); false runs
+    /// the batched product and the scan. Both give the same bits on the host, which the
+    /// tests check.
     bool fused_states = true;
 
     template <class W>
@@ -304,10 +306,10 @@ struct host_system {
         return fused_states;
     }
 
-    /// The causal block states and their prefixes within segments, per (problem, segment)
-    /// (segment_states, chunked/scans.hpp): each block's product is this system's gemm and
-    /// each step the scan's own prefix_step, so the result has the same bits as the batched
-    /// product and the scan it replaces.
+    /// Block states scanned within segments, per (problem, segment) (segment_states,
+    /// chunked/scans.hpp; the prefix's or the suffix's steps): each block's product is this
+    /// system's gemm and each step the scan's own, so the result has the same bits as the
+    /// batched product and the scan it replaces.
     template <class Job, class Steps>
     void launch_chunk_states(const Job& job, const Steps& steps) const {
         using W = std::remove_cv_t<std::remove_pointer_t<decltype(job.A)>>;
@@ -318,16 +320,17 @@ struct host_system {
             const index_t p = ps / job.sg.count, s = ps % job.sg.count;
             const index_t b0 = job.sg.first(s), b1 = job.sg.last(s, job.nb);
             std::vector<W> run(static_cast<std::size_t>(n), W(0)), cur(static_cast<std::size_t>(n));
-            for (index_t b = b0; b <= b1; ++b) {
-                const index_t pb = p * job.nb + b;
-                gemm(true, false, F, dv1, C, job.phk + pb * C * F, F, 0, job.V1w + pb * C * dv1, dv1, 0, cur.data(),
-                     dv1, 0, 1);
+            for (index_t i = 0; i <= b1 - b0; ++i) {
+                const index_t b = Steps::reverse ? b1 - i : b0 + i, pb = p * job.nb + b;
+                gemm(true, false, F, dv1, C, job.phi + pb * C * F, F, 0, job.Y + pb * C * dv1, dv1, 0, cur.data(), dv1,
+                     0, 1);
                 const auto st = steps.at(p, b, b - b0);
                 W* a = job.A + pb * n;
                 for (index_t e = 0; e < n; ++e) {
-                    const auto i = static_cast<std::size_t>(e);
-                    a[e] = st.stored(run[i]);
-                    run[i] = st.next(run[i], cur[i]);
+                    const auto x = static_cast<std::size_t>(e);
+                    run[x] = st.begin(run[x]);
+                    a[e] = st.stored(run[x]);
+                    run[x] = st.next(run[x], cur[x]);
                 }
             }
             std::copy(run.begin(), run.end(), job.T + ps * n);
