@@ -63,6 +63,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <sys/resource.h>
@@ -202,10 +203,11 @@ struct inputs {
 // ------------------------------------------------------------------ FLOP model
 
 template <class Map>
-double linear_forward_flops(const options& o, long L) {
+double linear_forward_flops(const options& o, long L, bool identity = false) {
     const double P = double(Map::projection_dim(Map::uses_pairs ? o.m / 2 : o.m));
     const double F = double(Map::feature_dim(Map::uses_pairs ? o.m / 2 : o.m));
-    const double per_head = 2.0 * 2.0 * L * o.d * P + 2.0 * 2.0 * L * F * o.dv;
+    // Ω = I (the identity sampler): no projection is made, none is counted.
+    const double per_head = (identity ? 0.0 : 2.0 * 2.0 * L * o.d * P) + 2.0 * 2.0 * L * F * o.dv;
     return per_head * double(o.heads * o.batch);
 }
 
@@ -339,13 +341,22 @@ public:
     }
 
     // ---- linear attention -------------------------------------------------------------
-    template <class Map, class Backend>
+    /// With the identity sampler, num_features is head_dim whatever the sweep's m (the
+    /// records say so) and the flops leave out the projection.
+    template <class Map, class Backend, class Sampler = typename Map::default_sampler>
     void linear(const std::string& op, const std::string& name, const inputs& in, long L, bool causal) {
-        using attn_t = kattn::linear_attention<Map, typename Map::default_sampler, Backend, float>;
+        using attn_t = kattn::linear_attention<Map, Sampler, Backend, float>;
+        constexpr bool identity = std::is_same_v<Sampler, kattn::samplers::identity>;
+        struct restore_m {
+            long& m;
+            long was;
+            ~restore_m() { m = was; }
+        } keep{o_.m, o_.m};
+        if (identity) o_.m = o_.d;
         kattn::attention_config cfg{.head_dim = o_.d, .value_dim = o_.dv, .num_features = o_.m, .seed = o_.seed};
         cfg.check_finite = false;  // hot path: inputs are known finite
         const attn_t attn(cfg);
-        const double fwd = linear_forward_flops<Map>(o_, L);
+        const double fwd = linear_forward_flops<Map>(o_, L, identity);
         using state_t = typename attn_t::saved_state;
         const auto forward = [&](state_t& s) {
             return causal ? attn(in.q, in.k, in.v, kattn::causal, s) : attn(in.q, in.k, in.v, s);
@@ -495,13 +506,13 @@ private:
 
 using linear_fn = void (*)(bench&, const std::string&, const std::string&, const inputs&, long, bool, bool);
 
-template <class Map>
+template <class Map, class Sampler = typename Map::default_sampler>
 void run_map(bench& b, const std::string& op, const std::string& name, const inputs& in, long L, bool causal,
              bool reference) {
     if (reference)
-        b.linear<Map, kattn::backends::reference>(op, name, in, L, causal);
+        b.linear<Map, kattn::backends::reference, Sampler>(op, name, in, L, causal);
     else
-        b.linear<Map, kattn::backends::simd>(op, name, in, L, causal);
+        b.linear<Map, kattn::backends::simd, Sampler>(op, name, in, L, causal);
 }
 
 /// --maps name -> (name recorded in the results, runner).
@@ -512,6 +523,8 @@ const std::map<std::string, std::pair<std::string, linear_fn>>& map_table() {
         {"favor_hyperbolic", {"favor_hyperbolic", &run_map<f::favor_hyperbolic>}},
         {"trig", {"trig", &run_map<f::trig>}},
         {"elu", {"elu", &run_map<f::elu>}},
+        // The classic linear transformer, ELU(x) + 1: Ω = I, num_features = d.
+        {"elu_identity", {"elu+identity", &run_map<f::elu, kattn::samplers::identity>}},
         {"nonstationary", {"nonstationary", &run_map<f::nonstationary>}},
         {"positive_nonstationary", {"positive<nonstationary>", &run_map<f::positive<f::nonstationary>>}},
         {"positive<nonstationary>", {"positive<nonstationary>", &run_map<f::positive<f::nonstationary>>}},
@@ -587,8 +600,8 @@ int main(int argc, char** argv) {
     app.add_option("--budget", o.budget, "seconds per case (warm-up included): fewer repeats, or skip softmax");
     app.add_option("--softmax-budget", o.softmax_budget, "seconds per softmax case (default: --budget)");
     app.add_option("--maps", maps_arg,
-                   "comma-separated maps: favor,favor_hyperbolic,trig,elu,nonstationary,positive_nonstationary,"
-                   "softmax_features");
+                   "comma-separated maps: favor,favor_hyperbolic,trig,elu,elu_identity (m = d),nonstationary,"
+                   "positive_nonstationary,softmax_features");
     app.add_option("--reference-max-L", o.reference_max_L, "largest L for the reference backend");
     app.add_option("--softmax-max-L", o.softmax_max_L, "largest L for exact softmax attention");
     app.add_option("--sgemm-size", o.sgemm_size, "M=N=K of the square SGEMM ceiling");

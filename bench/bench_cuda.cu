@@ -294,14 +294,16 @@ double graph_median(long repeats, cudaStream_t stream, F&& f) {
     return s;
 }
 
-/// Flops of the products the chunked algorithm executes (per call, all heads).
+/// Flops of the products the chunked algorithm executes (per call, all heads). With Ω = I
+/// (identity) there is no projection, nor the input gradients' product with Ωᵀ; dΩ's
+/// product remains.
 struct flop_model {
     double forward = 0, backward = 0;  ///< backward includes its recomputed forward
 };
-flop_model model(double BH, double L, double d, double P, double F, double dv, bool causal) {
-    const double dv1 = dv + 1, C = 64;
-    double fw = 2 * 2 * L * d * P + 2 * 2 * L * F * dv1;
-    double bw = 4 * 2 * L * F * dv1 + 2 * 2 * L * P * d + 2 * 2 * L * d * P;
+flop_model model(double BH, double L, double d, double P, double F, double dv, bool causal, bool identity) {
+    const double dv1 = dv + 1, C = 64, project = identity ? 0 : 2 * 2 * L * d * P;
+    double fw = project + 2 * 2 * L * F * dv1;
+    double bw = 4 * 2 * L * F * dv1 + project + 2 * 2 * L * d * P;
     if (causal) {
         fw += 2 * L * C * F + 2 * L * C * dv1;
         bw += 2 * (2 * L * C * dv1) + 2 * (2 * L * C * F);
@@ -355,7 +357,8 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
                                   static_cast<W*>(nullptr), opt);
     };
     const double P = double(Map::projection_dim(m)), F = double(Map::feature_dim(m));
-    const flop_model fm = model(double(B * H), double(L), double(d), P, F, double(d), causal);
+    const flop_model fm = model(double(B * H), double(L), double(d), P, F, double(d), causal,
+                                kattn::detail::omega_is_identity(index_t(d), index_t(P), op.omega().data()));
     const double io_bytes = double(n) * sizeof(T);
     for (int pass = 0; pass < o.passes; ++pass) {
         std::uint64_t zero = 0;

@@ -12,6 +12,7 @@
 
 #include <kattn/attention/linear_attention.hpp>
 #include <kattn/features/relu.hpp>
+#include <kattn/samplers/identity.hpp>
 
 #include "../tensors.hpp"
 
@@ -45,12 +46,13 @@ inline std::vector<kattn::index_t> case_lengths(kattn::index_t B, kattn::index_t
     return lens;
 }
 
-/// Forward and backward of a [B, H, L] problem (d = 8, dv = 5) with optional padding.
-template <class Map, class T, class Backend>
-case_result run_case(kattn::index_t B, kattn::index_t H, kattn::index_t L, bool causal, bool padded) {
-    const attn<Map, T, Backend> a(case_config<Map>());
-    const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L);
-    const auto q = randn<T, 4>({sb, sh, sl, 8}, 1, 0.5), k = randn<T, 4>({sb, sh, sl, 8}, 2, 0.5);
+/// Forward and backward of operator a (head_dim d) on a [B, H, L] problem (dv = 5) with
+/// optional padding.
+template <class T, class A>
+case_result run_with(const A& a, kattn::index_t B, kattn::index_t H, kattn::index_t L, bool causal, bool padded,
+                     kattn::index_t d = 8) {
+    const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L), sd = std::size_t(d);
+    const auto q = randn<T, 4>({sb, sh, sl, sd}, 1, 0.5), k = randn<T, 4>({sb, sh, sl, sd}, 2, 0.5);
     const auto v = randn<T, 4>({sb, sh, sl, 5}, 3), G = randn<T, 4>({sb, sh, sl, 5}, 4);
     const auto lens = case_lengths(B, L, padded);
     const kattn::key_lengths kl(lens);
@@ -58,6 +60,30 @@ case_result run_case(kattn::index_t B, kattn::index_t H, kattn::index_t L, bool 
     const auto g = causal ? a.backward(q, k, v, G, kattn::causal, kl) : a.backward(q, k, v, G, kl);
     return {xt::cast<double>(out),  xt::cast<double>(g.dq),      xt::cast<double>(g.dk),
             xt::cast<double>(g.dv), xt::cast<double>(g.d_omega), xt::cast<double>(g.d_bias)};
+}
+
+/// Forward and backward of a [B, H, L] problem (d = 8, dv = 5) with optional padding.
+template <class Map, class T, class Backend>
+case_result run_case(kattn::index_t B, kattn::index_t H, kattn::index_t L, bool causal, bool padded) {
+    return run_with<T>(attn<Map, T, Backend>(case_config<Map>()), B, H, L, causal, padded);
+}
+
+/// The same with Ω = I: Map with the identity sampler, num_features = head_dim = d, which
+/// backends run without products with Ω. With `nudge`, one entry off Ω's diagonal is
+/// 2^-40 instead of 0: no longer the identity, so the products run, for values that differ
+/// from Ω = I's by rounding only.
+template <class Map, class T, class Backend>
+case_result run_identity_case(kattn::index_t B, kattn::index_t H, kattn::index_t L, bool causal, bool padded,
+                              bool nudge = false, kattn::index_t d = 8) {
+    auto cfg = case_config<Map>();
+    cfg.head_dim = cfg.num_features = d;
+    kattn::linear_attention<Map, kattn::samplers::identity, Backend, T> a(cfg);
+    if (nudge) {
+        auto omega = a.omega();
+        omega(0, 1) = T(1.0 / (1ull << 40));
+        a.set_omega(omega);
+    }
+    return run_with<T>(a, B, H, L, causal, padded, d);
 }
 
 /// Token t of every head of a [B, H, L, w] tensor, as [B, H, w] (a decoding step's input).

@@ -139,6 +139,21 @@ TEST_CASE_TEMPLATE_DEFINE("chunked backend equals the reference backend (double 
 }
 TEST_CASE_TEMPLATE_APPLY(kt_chunked_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
 
+TEST_CASE_TEMPLATE("chunked backend with Ω = I (no products with Ω) equals the reference", Map, features::elu,
+                   features::favor, features::softmax_features) {
+    for (index_t L : {7, 150})
+        for (bool causal : {false, true})
+            for (bool padded : {false, true}) {
+                INFO(Map::name, " L=", L, " causal=", causal, " padded=", padded);
+                check_close(kt::run_identity_case<Map, double, chunked_backend>(2, 3, L, causal, padded),
+                            kt::run_identity_case<Map, double, backends::reference>(2, 3, L, causal, padded), L, 1e-10);
+                const auto cf = kt::run_identity_case<Map, float, chunked_backend>(2, 3, L, causal, padded);
+                check_close(cf, kt::run_identity_case<Map, float, backends::reference>(2, 3, L, causal, padded), L,
+                            float_tol, float_grad_tol<Map>);
+                CHECK(bitwise_equal(kt::run_identity_case<Map, float, chunked_backend>(2, 3, L, causal, padded), cf));
+            }
+}
+
 TEST_CASE("chunked backend: non-causal attention with q_len != k_len and key lengths; features()") {
     const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 5};
     const auto q = randn<double, 4>({2, 2, 30, 8}, 1, 0.5), k = randn<double, 4>({2, 2, 90, 8}, 2, 0.5);
@@ -702,6 +717,30 @@ TEST_CASE("chunked backend (host system): bf16 inputs and outputs, float interme
 #endif
 
 #ifdef KATTN_TEST_HOST_ONLY
+/// host_system counting its products.
+struct gemm_counting_system : backends::host_system {
+    static constexpr const char* name = "gemm_counting";
+    static inline int gemms = 0;
+    template <class... A>
+    void gemm(const A&... a) const {
+        ++gemms;
+        host_system::gemm(a...);
+    }
+};
+
+TEST_CASE("chunked backend (host system): Ω = I makes no products with Ω") {
+    using counted = backends::chunked<gemm_counting_system>;
+    const auto count = [](bool nudge) {
+        gemm_counting_system::gemms = 0;
+        (void)kt::run_identity_case<features::elu, float, counted>(2, 3, 150, true, true, nudge);
+        return gemm_counting_system::gemms;
+    };
+    // One row block per side (2·3·192 rows): the forward projects q and k; the backward
+    // projects them again for its forward, and in its VJPs projects and multiplies dU by
+    // Ωᵀ for each side: 8 products, none of them made when Ω = I.
+    CHECK(count(false) + 8 == count(true));
+}
+
 TEST_CASE("chunked backend (host system): bitwise identical for 1, 2 and 3 threads") {
     const attention_config cfg{.head_dim = 8, .value_dim = 5, .num_features = 16, .seed = 17};
     const attn<features::favor, float, chunked_backend> a(cfg);

@@ -7,11 +7,12 @@
 // segments (chunk_states.cuh), the kernels' code unchanged. Its products round to
 // TF32, as the GPU's do. Checked, for every feature map: forward and backward against the
 // reference backend, non-causal with whole tiles, causal with a tail chunk and padded keys,
-// and packed documents; favor with value widths whose numerators fill whole WMMA column
-// tiles (with and without FP32 tail columns); the states kernel over several segments,
-// state tiles and staged columns; bf16 tensors with BF16 products within the
-// documented bounds (precision_cases.hpp); that the kernels ran; that no WMMA access broke the alignment
-// rules and no barrier deadlocked. And the emulator's own checks: a misaligned load and a
+// and packed documents; Ω = I, whose φ needs no projection kernel; favor with value widths
+// whose numerators fill whole WMMA column tiles (with and without FP32 tail columns); the
+// states kernel over several segments, state tiles and staged columns; bf16 tensors with
+// BF16 products within the documented bounds (precision_cases.hpp); that the kernels ran;
+// that no WMMA access broke the alignment rules and no barrier deadlocked; warp_ops' rows
+// as float4 and element by element. And the emulator's own checks: a misaligned load and a
 // barrier that some threads skip are caught.
 //
 // Built only without sanitizers (AddressSanitizer does not follow the fibers' stacks).
@@ -19,6 +20,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "backend_cases.hpp"
@@ -188,6 +190,25 @@ TEST_CASE_TEMPLATE_DEFINE("CUDA kernels under emulation equal the reference back
 }
 TEST_CASE_TEMPLATE_APPLY(kt_emulated_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
 
+TEST_CASE_TEMPLATE("CUDA kernels under emulation: Ω = I builds φ in row passes, without the projection kernel", Map,
+                   features::elu, features::favor) {
+    for (bool causal : {false, true}) {
+        INFO(std::string(Map::name), " causal=", causal);
+        cuda_emulation::faults() = 0;
+        const int projected = emulated_gpu_system::projected_launches;
+        // d = P = 16: a shape the projection kernel takes.
+        const auto e = kt::run_identity_case<Map, float, emulated_gpu>(1, 2, 150, causal, true, false, 16);
+        kt::check_close(e, kt::run_identity_case<Map, float, backends::reference>(1, 2, 150, causal, true, false, 16),
+                        150, tol, grad_tol<Map>);
+        CHECK(cuda_emulation::faults() == 0);
+        CHECK(emulated_gpu_system::projected_launches == projected);
+        // Ω nudged off the identity: the kernel runs, for the same values up to TF32 rounding.
+        const auto n = kt::run_identity_case<Map, float, emulated_gpu>(1, 2, 150, causal, true, true, 16);
+        CHECK(emulated_gpu_system::projected_launches > projected);
+        kt::check_close(e, n, 150, tol, grad_tol<Map>);
+    }
+}
+
 TEST_CASE("CUDA kernels under emulation: value widths with whole WMMA column tiles (dv + 1 = 16, 24, 68)") {
     // dv = 5 above leaves the output tiles' numerators to the FP32 tail columns; these
     // widths put the values (and, for dv = 15, the ones column) through the tensor-core path.
@@ -292,4 +313,62 @@ TEST_CASE("CUDA emulation: shuffles and barriers as on a GPU; broken rules are c
         detail::load_tf32(a, tile + 8, 12);
     });
     CHECK(cuda_emulation::faults() == 0);
+}
+
+TEST_CASE("CUDA emulation: warp_ops rows as float4 and element by element give the same values") {
+    using ops = detail::warp_ops;
+    // Small integers: every sum, dot and product below is exact, so each way of moving a
+    // row must give the values of a plain loop, whatever its order of summation.
+    alignas(16) float x[272], y[272], a[272], b[272];
+    alignas(16) const double xd[8] = {};
+    CHECK(ops::quads(index_t(256), x, y));
+    CHECK_FALSE(ops::quads(index_t(256), x + 1, y));
+    CHECK_FALSE(ops::quads(index_t(258), x, y));
+    CHECK_FALSE(ops::quads(index_t(8), xd));
+    for (const index_t n : {index_t(4), index_t(60), index_t(256), index_t(257), index_t(258)}) {
+        for (const int off : {0, 1}) {
+            CAPTURE(n);
+            CAPTURE(off);
+            for (int i = 0; i < 272; ++i) {
+                x[i] = float((i * 7) % 13 - 6);
+                y[i] = float((i * 5) % 11 - 5);
+                a[i] = b[i] = -1000.0f;
+            }
+            x[off + int(n) / 2] = 9.0f;  // the maximum, once
+            float* xo = x + off;
+            float* yo = y + off;
+            float* ao = a + off;
+            float* bo = b + off;
+            double sum = 0;
+            for (index_t i = 0; i < n; ++i) sum += xo[i];
+            std::vector<float> sums(32), maxs(32), dots(32);
+            cuda_emulation::faults() = 0;
+            CHECK(cuda_emulation::launch(1, 32, [&] {
+                ops::transform(
+                    n, ao, [](auto u, auto v) { return u - v; }, xo, yo);
+                ops::transform2(
+                    n, bo, yo, [](auto u, auto v) { return std::pair(u + v, u * v); }, xo, yo);
+                ops::axpy(n, 2.0f, xo, ao);
+                sums[threadIdx.x] = ops::sum(n, xo);
+                maxs[threadIdx.x] = ops::max(n, xo);
+                dots[threadIdx.x] = ops::dot(n, xo, xo);
+            }));
+            CHECK(cuda_emulation::faults() == 0);
+            bool same = true;
+            for (index_t i = 0; i < n; ++i) {
+                const float u = x[off + i], v0 = float(((off + i) * 5) % 11 - 5);
+                same = same && ao[i] == (u - v0) + 2.0f * u && bo[i] == u + v0 && yo[i] == u * v0;
+            }
+            CHECK(same);
+            CHECK(a[off + n] == -1000.0f);  // nothing written past the row
+            CHECK(b[off + n] == -1000.0f);
+            double sq = 0;
+            for (index_t i = 0; i < n; ++i) sq += double(xo[i]) * xo[i];
+            for (int l = 0; l < 32; ++l) {
+                CHECK(sums[l] == float(sum));
+                CHECK(maxs[l] == 9.0f);
+                CHECK(dots[l] == float(sq));
+            }
+        }
+    }
 }

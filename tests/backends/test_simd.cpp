@@ -1,8 +1,12 @@
 // simd backend: agreement with the reference oracle for every map × mask × pass, and
-// bitwise thread-count determinism (including the segmented single-sequence path).
+// bitwise thread-count determinism (including the segmented single-sequence path); Ω = I,
+// which runs without products with Ω.
 #include <omp.h>
 
+#include <string>
+
 #include "../support.hpp"
+#include "backend_cases.hpp"
 
 namespace {
 
@@ -62,6 +66,24 @@ TEST_CASE_TEMPLATE_DEFINE("simd backend equals the reference backend", Map, kt_s
             }
 }
 TEST_CASE_TEMPLATE_APPLY(kt_simd_every_map, kattn::type_list_apply_t<std::tuple, kattn::features::all>);
+
+TEST_CASE_TEMPLATE("simd backend with Ω = I (no products with Ω) equals the reference", Map, features::elu,
+                   features::favor, features::softmax_features) {
+    for (index_t L : {7, 150})
+        for (bool causal : {false, true})
+            for (bool padded : {false, true}) {
+                INFO(std::string(Map::name), " L=", L, " causal=", causal, " padded=", padded);
+                kt::check_close(kt::run_identity_case<Map, double, backends::simd>(2, 3, L, causal, padded),
+                                kt::run_identity_case<Map, double, backends::reference>(2, 3, L, causal, padded), L,
+                                1e-10);
+                const auto f = kt::run_identity_case<Map, float, backends::simd>(2, 3, L, causal, padded);
+                kt::check_close(f, kt::run_identity_case<Map, float, backends::reference>(2, 3, L, causal, padded), L,
+                                1e-4);
+                // Ω nudged off the identity: the products run, and change only the rounding.
+                kt::check_close(f, kt::run_identity_case<Map, float, backends::simd>(2, 3, L, causal, padded, true), L,
+                                1e-5);
+            }
+}
 
 TEST_CASE("simd features equal the reference features") {
     const attention_config cfg{.head_dim = 16, .value_dim = 4, .num_features = 64, .seed = 9};

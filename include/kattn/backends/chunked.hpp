@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../features/omega_layout.hpp"
 #include "chunked/backward.hpp"
 #include "chunked/device_call.hpp"
 #include "chunked/forward.hpp"
@@ -45,7 +46,8 @@
 namespace kattn::backends {
 
 /// Ω, b and the map's parameters of one operator, copied once to System's memory in the
-/// working precision W (float for float and 16-bit inputs, double for double).
+/// working precision W (float for float and 16-bit inputs, double for double), and
+/// whether Ω is the identity (then the calls make no product with it).
 template <class Map, class W, class System>
 class device_parameters {
 public:
@@ -57,7 +59,8 @@ public:
           omega_(widen(host.omega, host.d * Map::projection_dim(host.m))),
           bias_(host.bias ? widen(host.bias, host.m) : std::vector<W>{}),
           omega_dev_(sys.mirror(omega_.data(), index_t(omega_.size()))),
-          bias_dev_(sys.mirror(bias_.data(), index_t(bias_.size()))) {}
+          bias_dev_(sys.mirror(bias_.data(), index_t(bias_.size()))),
+          identity_(detail::omega_is_identity(d_, Map::projection_dim(m_), omega_.data())) {}
 
     device_parameters(const device_parameters&) = delete;
     device_parameters& operator=(const device_parameters&) = delete;
@@ -66,7 +69,7 @@ public:
     index_t head_dim() const { return d_; }
     index_t num_features() const { return m_; }
     detail::chunked_impl::spectral<Map, W> view() const {
-        return {omega_dev_.get(), bias_.empty() ? nullptr : bias_dev_.get(), params_};
+        return {omega_dev_.get(), bias_.empty() ? nullptr : bias_dev_.get(), params_, identity_};
     }
 
 private:
@@ -80,6 +83,7 @@ private:
     map_params_t<Map> params_;
     std::vector<W> omega_, bias_;
     decltype(std::declval<const System&>().mirror(std::declval<const W*>(), index_t(0))) omega_dev_, bias_dev_;
+    bool identity_;  ///< Ω = I: the products with Ω are skipped (u = x)
 };
 
 }  // namespace kattn::backends

@@ -31,6 +31,11 @@
 struct uint3 {
     unsigned x = 0, y = 0, z = 0;
 };
+// CUDA's vector type: four floats, 16-byte aligned (loads of one are checked by the caller's
+// alignment test, as on a GPU, where a misaligned one faults).
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
 
 inline uint3 threadIdx, blockIdx, blockDim, gridDim;
 

@@ -164,6 +164,14 @@ struct fill_value {
     KATTN_HD void operator()(index_t i) const { dst[i] = value; }
 };
 
+/// dst[i] += src[i] (Ω = I: the input gradient's dU·Ωᵀ term is dU).
+template <class W>
+struct add_values {
+    const W* src;
+    W* dst;
+    KATTN_HD void operator()(index_t i) const { dst[i] += src[i]; }
+};
+
 /// Where the gradients go (system memory): dq, dk, dv as views; dΩ (d × P) and db (m)
 /// overwritten with the sum over every head, or nullptr when not wanted.
 template <class T, class W>
@@ -247,12 +255,13 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         *b = sys.template make_buffer<W>(0);
 
     // The maps' VJPs per row block (X and U recomputed as in the forward), dx += du·Ωᵀ,
-    // and dΩ += Xᵀ·dU, db += 1ᵀ·dB accumulated block by block: queries, then keys.
+    // and dΩ += Xᵀ·dU, db += 1ᵀ·dB accumulated block by block: queries, then keys. With
+    // Ω = I, U is X and dx += du.
     const index_t ws = Map::workspace(g.m), m = Map::uses_bias ? g.m : 0;
     const bool want_bias = out.d_bias && m > 0;
     const index_t blk = std::min(std::max(qr, kr), row_block);
     auto X = sys.template make_buffer<W>(blk * g.d);
-    auto U = sys.template make_buffer<W>(blk * g.P);
+    auto U = sys.template make_buffer<W>(sp.identity ? 0 : blk * g.P);
     auto dU = sys.template make_buffer<W>(blk * g.P);
     auto dB = sys.template make_buffer<W>(blk * m);
     auto dX = sys.template make_buffer<W>(blk * g.d);
@@ -266,13 +275,17 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
         for (index_t r0 = 0; r0 < rows; r0 += blk) {
             const index_t nr = std::min(blk, rows - r0);
             detail::launch_rows(sys, nr, gather_rows<T, W, system_row_ops<System>>{g, x, Lp, scale, X.data(), r0});
-            project_rows(sys, sp, g, X.data(), U.data(), nr);
-            detail::launch_rows(sys, nr,
-                                vjp_rows<Map, W, system_row_ops<System>>{
-                                    sp, g, Lp, L, keys, X.data(), U.data(), fb.phi.data(), fb.shift.data(), dphi,
-                                    dU.data(), dX.data(), m ? dB.data() : nullptr, work.data(), r0});
-            sys.gemm(false, true, nr, g.d, g.P, dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
-                     true);
+            if (!sp.identity) project_rows(sys, sp, g, X.data(), U.data(), nr);
+            detail::launch_rows(
+                sys, nr,
+                vjp_rows<Map, W, system_row_ops<System>>{
+                    sp, g, Lp, L, keys, X.data(), sp.identity ? X.data() : U.data(), fb.phi.data(), fb.shift.data(),
+                    dphi, dU.data(), dX.data(), m ? dB.data() : nullptr, work.data(), r0});
+            if (sp.identity)  // dU·Iᵀ = dU
+                sys.launch(nr * g.d, add_values<W>{dU.data(), dX.data()});
+            else
+                sys.gemm(false, true, nr, g.d, g.P, dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
+                         true);
             detail::launch_rows(sys, nr, scatter_rows<T, W, system_row_ops<System>>{g, dst, Lp, scale, dX.data(), r0});
             if (out.d_omega)
                 sys.gemm(true, false, g.d, g.P, nr, X.data(), g.d, 0, dU.data(), g.P, 0, out.d_omega, g.P, 0,

@@ -133,6 +133,7 @@ void prefix_states(const System& sys, const geometry& g, const W* E, const W* ph
 /// φ (and the stabiliser shifts) of every row of x, padded to Lp rows per problem: in one
 /// pass where the system can (launch_projected_rows: X and U never leave the chip),
 /// otherwise in row blocks: gather X, project U = X·Ω, activate (X and U exist for one block).
+/// With Ω = I, a row block is one pass of gather_activate_rows, u = x.
 template <class Map, class W, class System, class T>
 feature_block<System, W> row_features(const System& sys, const spectral<Map, W>& sp, const geometry& g,
                                       const backends::strided_view<const T>& x, index_t Lp, bool keys, bool stabilise,
@@ -143,6 +144,15 @@ feature_block<System, W> row_features(const System& sys, const spectral<Map, W>&
     const gather_rows<T, W, ops> gather{g, x, Lp, scale, nullptr, 0};
     const activate_rows<Map, W, ops> act{
         sp, g, Lp, x.len, keys, stabilise, nullptr, nullptr, out.phi.data(), out.shift.data(), 0};
+    if (sp.identity) {  // u = x: one pass per row block, no product
+        auto X = sys.template make_buffer<W>(blk * g.d);
+        for (index_t r0 = 0; r0 < rows; r0 += blk) {
+            gather_activate_rows<T, Map, W, ops> ga{gather, act, X.data()};
+            ga.gather.first = ga.act.first = r0;
+            detail::launch_rows(sys, std::min(blk, rows - r0), ga);
+        }
+        return out;
+    }
     if constexpr (requires { sys.launch_projected_rows(rows, g.d, g.P, sp.omega, gather, act); })
         if (sys.launch_projected_rows(rows, g.d, g.P, sp.omega, gather, act)) return out;
     auto X = sys.template make_buffer<W>(blk * g.d);

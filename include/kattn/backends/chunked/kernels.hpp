@@ -76,6 +76,8 @@ struct spectral {
     const W* omega = nullptr;  ///< d × P
     const W* bias = nullptr;   ///< m, or nullptr
     map_params_t<Map> params{};
+    /// Ω = I (detail::omega_is_identity): u = x, and no product with Ω or Ωᵀ is made.
+    bool identity = false;
 };
 
 /// X[i] = scale · x(b, h, token) for row r = first + i = p·Lp + l (zeros for padding
@@ -134,6 +136,21 @@ struct activate_rows {
             }
         Map::template activate<Ops>(s.params, g.d, g.m, x, u, s.bias, c, ph);
         if (shift && Ops::lane() == 0) shift[r] = c;
+    }
+};
+
+/// Ω = I: φ of row first + i with u = x (no projection): the row is gathered into X[i] and
+/// activated from there by the same thread or warp.
+template <class T, class Map, class W, class Ops = scalar_ops>
+struct gather_activate_rows {
+    gather_rows<T, W, Ops> gather;
+    activate_rows<Map, W, Ops> act;
+    W* X;  ///< block rows × d
+    KATTN_HD void operator()(index_t i) const {
+        W* x = X + i * gather.x.dim;
+        gather.load(i, x);
+        Ops::sync();
+        act.apply(i, x, x);
     }
 };
 

@@ -12,6 +12,11 @@
 // rounding error of a prefix sum over L tokens stays at a few ε instead of growing ~L·ε
 // (causal prefix sums, backward suffix sums, segment totals). fp64 states accumulate in
 // place as before.
+//
+// Ω = I (samplers::identity, P = d; detail::omega_is_identity) skips the projection and
+// its transpose in the input gradients: u = xs and dx gets du itself, the values the
+// products would give (elu, softplus, sigmoid² … with the identity sampler spend no
+// time on Ω).
 #pragma once
 
 #include "../../core/warnings_push.hpp"  // GCC PR 105593: false -Wmaybe-uninitialized in AVX-512 intrinsics
@@ -22,6 +27,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../../features/omega_layout.hpp"
 #include "../../linalg/row_ops.hpp"
 #include "../problem.hpp"
 #include "../split.hpp"
@@ -152,17 +158,20 @@ private:
     }
 };
 
-/// Spectral parameters of one call plus Ωᵀ (P × d) for the input gradients.
+/// Spectral parameters of one call plus Ωᵀ (P × d) for the input gradients, and whether
+/// Ω is the identity (then neither Ω nor Ωᵀ is used).
 template <class Map, class T>
 struct spectral {
     spectral_view<Map, T> view;
     index_t d, m, P, F;
     std::vector<T> omega_t;
     T scale;
+    bool identity = false;
 
     static spectral make(const spectral_view<Map, T>& v, T scale, bool need_transpose) {
         spectral s{v, v.d, v.m, Map::projection_dim(v.m), Map::feature_dim(v.m), {}, scale};
-        if (need_transpose) {
+        s.identity = detail::omega_is_identity(s.d, s.P, v.omega);
+        if (need_transpose && !s.identity) {
             s.omega_t.resize(sz(s.P * s.d));
             transpose(s.d, s.P, v.omega, s.P, s.omega_t.data(), s.d);
         }
@@ -181,7 +190,7 @@ struct tile_worker {
 
     explicit tile_worker(const spectral<Map, T>& s)
         : sp(s),
-          omega_panels(sz(s.d * s.P)),
+          omega_panels(s.identity ? 0 : sz(s.d * s.P)),
           xs(sz(tile_rows * s.d)),
           u(sz(tile_rows * s.P)),
           phi(sz(tile_rows * s.F)),
@@ -189,7 +198,7 @@ struct tile_worker {
           work(sz(std::max<index_t>(1, Map::workspace(s.m)))),
           du(sz(tile_rows * s.P)),
           dxd(sz(tile_rows * s.d)) {
-        pack_b_panels<Arch>(s.d, s.P, s.view.omega, s.P, omega_panels.data());
+        if (!s.identity) pack_b_panels<Arch>(s.d, s.P, s.view.omega, s.P, omega_panels.data());
     }
 
     const T* bias() const { return sp.view.bias; }
@@ -200,7 +209,10 @@ struct tile_worker {
         const index_t d = sp.d;
 #pragma omp simd
         for (index_t i = 0; i < n * d; ++i) xs[i] = sp.scale * x[i];
-        gemm_packed_b<Arch>(n, sp.P, d, xs.data(), d, 1, omega_panels.data(), u.data(), sp.P, false);
+        if (sp.identity)
+            std::copy_n(xs.data(), n * d, u.data());
+        else
+            gemm_packed_b<Arch>(n, sp.P, d, xs.data(), d, 1, omega_panels.data(), u.data(), sp.P, false);
         for (index_t r = 0; r < n; ++r) {
             T c = 0;
             if constexpr (Map::has_stabiliser)
@@ -225,7 +237,12 @@ struct tile_worker {
     }
     /// dx (n × d) = scale·(du·Ωᵀ + dxd);  dΩ += xsᵀ du.
     void input_grads(index_t n, T* dx, T* d_omega) {
-        gemm_nn<Arch>(n, sp.d, sp.P, du.data(), sp.P, sp.omega_t.data(), sp.d, dxd.data(), sp.d, true);
+        if (sp.identity) {
+#pragma omp simd
+            for (index_t i = 0; i < n * sp.d; ++i) dxd[i] += du[i];
+        } else {
+            gemm_nn<Arch>(n, sp.d, sp.P, du.data(), sp.P, sp.omega_t.data(), sp.d, dxd.data(), sp.d, true);
+        }
 #pragma omp simd
         for (index_t i = 0; i < n * sp.d; ++i) dx[i] = sp.scale * dxd[i];
         gemm_tn<Arch>(sp.d, sp.P, n, xs.data(), sp.d, du.data(), sp.P, d_omega, sp.P, true);
