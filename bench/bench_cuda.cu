@@ -357,8 +357,7 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
                                   static_cast<W*>(nullptr), opt);
     };
     const double P = double(Map::projection_dim(m)), F = double(Map::feature_dim(m));
-    const flop_model fm = model(double(B * H), double(L), double(d), P, F, double(d), causal,
-                                kattn::detail::omega_is_identity(index_t(d), index_t(P), op.omega().data()));
+    const flop_model fm = model(double(B * H), double(L), double(d), P, F, double(d), causal, params.identity());
     const double io_bytes = double(n) * sizeof(T);
     for (int pass = 0; pass < o.passes; ++pass) {
         std::uint64_t zero = 0;

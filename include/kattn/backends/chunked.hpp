@@ -68,6 +68,8 @@ public:
 
     index_t head_dim() const { return d_; }
     index_t num_features() const { return m_; }
+    /// Whether Ω is the identity, so that calls make no product with it.
+    bool identity() const { return identity_; }
     detail::chunked_impl::spectral<Map, W> view() const {
         return {omega_dev_.get(), bias_.empty() ? nullptr : bias_dev_.get(), params_, identity_};
     }
