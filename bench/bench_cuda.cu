@@ -57,6 +57,8 @@
 #include <kattn/samplers/orthogonal_gaussian.hpp>
 
 #include "comma_list.hpp"
+#include "cli_args.hpp"
+#include "cuda_timing.cuh"
 
 namespace {
 
@@ -81,15 +83,10 @@ using bench_cli::split;
 
 options parse(int argc, char** argv) {
     options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "bench_cuda: %s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
+    bench_cli::arguments args("bench_cuda", argc, argv);
+    while (args.next()) {
+        const std::string a = args.option();
+        const auto next = [&] { return args.value(); };
         if (a == "--L") {
             o.L.clear();
             for (const auto& t : split(next())) o.L.push_back(std::stol(t));
@@ -155,67 +152,11 @@ options parse(int argc, char** argv) {
     return o;
 }
 
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) throw std::runtime_error(std::string("bench_cuda: ") + what + ": " + cudaGetErrorString(e));
-}
-
-/// Median seconds of `repeats` calls of f after one warm-up, timed with events on `stream`.
-template <class F>
-double time_median(long repeats, F&& f, cudaStream_t stream = nullptr) {
-    cudaEvent_t a, b;
-    check(cudaEventCreate(&a), "cudaEventCreate");
-    check(cudaEventCreate(&b), "cudaEventCreate");
-    f();
-    check(cudaDeviceSynchronize(), "warm-up");
-    std::vector<double> t;
-    for (long r = 0; r < repeats; ++r) {
-        check(cudaEventRecord(a, stream), "cudaEventRecord");
-        f();
-        check(cudaEventRecord(b, stream), "cudaEventRecord");
-        check(cudaEventSynchronize(b), "cudaEventSynchronize");
-        float ms = 0;
-        check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-        t.push_back(ms * 1e-3);
-    }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
-/// Device buffers of one benchmark case, freed when the case ends (also by an exception).
-struct device_allocations {
-    std::vector<void*> held;
-    device_allocations() = default;
-    device_allocations(const device_allocations&) = delete;
-    device_allocations& operator=(const device_allocations&) = delete;
-    ~device_allocations() {
-        for (void* p : held) cudaFree(p);
-    }
-    template <class T>
-    T* get(std::size_t count, const char* what) {
-        void* p = nullptr;
-        check(cudaMalloc(&p, count * sizeof(T)), what);
-        held.push_back(p);
-        return static_cast<T*>(p);
-    }
-};
-
-/// Fills n device elements of T with a cheap hash of (seed, i) scaled to about ±sd.
-template <class T>
-struct hash_fill {
-    T* p;
-    std::uint64_t seed;
-    float sd;
-    __device__ void operator()(index_t i) const {
-        std::uint64_t z = (seed + 1) * 0x9E3779B97F4A7C15ull + std::uint64_t(i) * 0xBF58476D1CE4E5B9ull;
-        z ^= z >> 31;
-        z *= 0x94D049BB133111EBull;
-        z ^= z >> 29;
-        const float u = float(z >> 40) / float(1ull << 24);  // [0, 1)
-        p[i] = static_cast<T>(sd * (2.f * u - 1.f));
-    }
-};
+using cuda_bench::check;
+using cuda_bench::copy_bandwidth;
+using cuda_bench::device_allocations;
+using cuda_bench::hash_fill;
+using cuda_bench::time_median;
 
 /// cuBLAS TFLOP/s on n × n × n with the given data and compute types, on random operands.
 double gemm_ceiling(cudaDataType_t type, std::size_t elem, cublasComputeType_t compute, long repeats) {
@@ -249,19 +190,6 @@ double gemm_ceiling(cudaDataType_t type, std::size_t elem, cublasComputeType_t c
     cudaFree(B);
     cudaFree(C);
     return 2.0 * n * double(n) * n / s * 1e-12;
-}
-
-/// Device-to-device copy bandwidth (read + write), GB/s.
-double copy_bandwidth(long repeats) {
-    const std::size_t bytes = std::size_t(1) << 30;
-    void *a, *b;
-    check(cudaMalloc(&a, bytes), "cudaMalloc");
-    check(cudaMalloc(&b, bytes), "cudaMalloc");
-    check(cudaMemset(a, 1, bytes), "cudaMemset");
-    const double s = time_median(repeats, [&] { cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, nullptr); });
-    cudaFree(a);
-    cudaFree(b);
-    return 2.0 * double(bytes) / s * 1e-9;
 }
 
 /// Median seconds of replays of f captured once into a CUDA graph on `stream`: the device's
@@ -427,9 +355,8 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
 
 int main(int argc, char** argv) {
     const options o = parse(argc, argv);
-    int dev = 0;
     cudaDeviceProp prop{};
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    if (!cuda_bench::current_device(prop)) {
         std::fprintf(stderr, "bench_cuda: no CUDA device\n");
         return 1;
     }

@@ -129,6 +129,25 @@ struct emulated_gpu_system : backends::host_system {
 
 using emulated_gpu = backends::chunked<emulated_gpu_system>;
 
+/// emulated_gpu_system whose φ kernel runs in tile geometry G (detail::projected_geometry).
+template <class G>
+struct geometry_system : emulated_gpu_system {
+    static inline int launches = 0;
+    template <class Gather, class Act>
+    bool launch_projected_rows(index_t n, index_t d, index_t P, const float* omega, const Gather& gather,
+                               const Act& act) const {
+        if (!projects_rows(d, P, omega) ||
+            detail::projected_shared_bytes(int(d), int(P), G::rows) > sizeof detail::projected_smem)
+            return false;
+        if (n <= 0) return true;
+        ++launches;
+        cuda_emulation::launch(3, G::threads, [&] {
+            detail::projected_rows_kernel<Gather, Act, G>(n, int(d), int(P), omega, gather, act);
+        });
+        return true;
+    }
+};
+
 /// TF32 products, as on a GPU: the CUDA test's bounds, except that a map whose derivative
 /// jumps (relu) flips whole terms where TF32 rounding moves u across 0: on the packed,
 /// non-causal case its dk is 8.6e-2 from the reference with the host's TF32 products alone,
@@ -206,6 +225,35 @@ TEST_CASE_TEMPLATE("CUDA kernels under emulation: Ω = I builds φ in row passes
         const auto n = kt::run_identity_case<Map, float, emulated_gpu>(1, 2, 150, causal, true, true, 16);
         CHECK(emulated_gpu_system::projected_launches > projected);
         kt::check_close(e, n, 150, tol, grad_tol<Map>);
+    }
+}
+
+TEST_CASE_TEMPLATE("CUDA kernels under emulation: φ's kernel gives the same bits in every tile geometry", G,
+                   detail::projected_geometry<32, 256>, detail::projected_geometry<16, 128>,
+                   detail::projected_geometry<64, 256, 2>, detail::projected_geometry<48, 96>) {
+    // 150 tokens: the last tile ends inside the rows in every geometry; padded keys; favor
+    // (stabilised rows, key shifts) and trig (two features per frequency). A row's arithmetic
+    // does not depend on the tiling, so outputs and gradients are bitwise the default's.
+    using geo = backends::chunked<geometry_system<G>>;
+    for (bool causal : {false, true}) {
+        INFO("rows=", G::rows, " threads=", G::threads, " causal=", causal);
+        cuda_emulation::faults() = 0;
+        const int launches = geometry_system<G>::launches;
+        const auto f0 = kt::run_case<features::favor, float, emulated_gpu>(2, 1, 150, causal, true);
+        const auto f1 = kt::run_case<features::favor, float, geo>(2, 1, 150, causal, true);
+        const auto t0 = kt::run_case<features::trig, float, emulated_gpu>(2, 1, 150, causal, true);
+        const auto t1 = kt::run_case<features::trig, float, geo>(2, 1, 150, causal, true);
+        CHECK(geometry_system<G>::launches > launches);
+        CHECK(cuda_emulation::faults() == 0);
+        for (const auto* p : {&f0, &t0}) {
+            const auto& a = *p;
+            const auto& b = p == &f0 ? f1 : t1;
+            CHECK(a.out == b.out);
+            CHECK(a.dq == b.dq);
+            CHECK(a.dk == b.dk);
+            CHECK(a.dv == b.dv);
+            CHECK(a.d_omega == b.d_omega);
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 // Building φ as three passes (gather X, the product U = X·Ω, the maps' row functions on U)
 // writes and reads X and U through device memory: at d = 64, m = 256 that traffic is five
 // times φ's own. This kernel keeps both in shared memory instead. Each thread block takes
-// tiles of 32 rows:
+// tiles of rows (32 by default, below):
 //   1. every warp gathers rows into the tile X_s (gather.load(r, x): one warp per row);
 //   2. U_s = X_s·Ω on tensor cores (WMMA m16n16k8, inputs rounded to TF32, FP32
 //      accumulation), each warp owning column tiles of 16 and every row tile;
@@ -27,9 +27,23 @@
 
 namespace kattn::detail {
 
-/// Rows per tile of the projected-rows kernel, and its threads per block.
-inline constexpr int projected_tile_rows = 32;
-inline constexpr int projected_threads = 256;
+/// The tile geometry of the projected-rows kernel: Rows rows per tile (whole 16-row WMMA
+/// tiles), Threads threads per block (whole warps), and MinBlocks, the blocks per
+/// multiprocessor its __launch_bounds__ ask the compiler to fit (a register cap; 1: none).
+template <int Rows, int Threads, int MinBlocks = 1>
+struct projected_geometry {
+    static_assert(Rows > 0 && Rows % 16 == 0 && Rows <= 256, "projected_geometry: Rows must be 16, 32, … 256");
+    static_assert(Threads > 0 && Threads % 32 == 0 && Threads <= 1024,
+                  "projected_geometry: Threads must be a multiple of 32, at most 1024");
+    static_assert(MinBlocks >= 1 && MinBlocks * Threads <= 2048,
+                  "projected_geometry: MinBlocks blocks of Threads must fit a multiprocessor (2,048 threads)");
+    static constexpr int rows = Rows, threads = Threads, min_blocks = MinBlocks;
+};
+/// What cuda_system launches: 32 rows, 256 threads, 64 registers (4 blocks of 256 threads
+/// per multiprocessor; bench_cuda_phi measures the others).
+using default_projected_geometry = projected_geometry<32, 256, 4>;
+inline constexpr int projected_tile_rows = default_projected_geometry::rows;
+inline constexpr int projected_threads = default_projected_geometry::threads;
 
 /// The shapes the kernel takes: d a multiple of 8 and P of 16 (whole WMMA steps and
 /// column tiles), at most 4,096 each, Ω (d × P) 32-byte aligned for the fragment loads.
@@ -39,17 +53,17 @@ inline bool projected_rows_shape(index_t d, index_t P, const float* omega) {
 }
 
 /// Shared memory of one block for inputs of d columns and projections of P columns: the
-/// input tile and the projection tile.
-inline std::size_t projected_shared_bytes(int d, int P) {
-    return sizeof(float) * std::size_t(projected_tile_rows) * std::size_t(tile_ld(d) + tile_ld(P));
+/// input tile and the projection tile, of `rows` rows each.
+inline std::size_t projected_shared_bytes(int d, int P, int rows = projected_tile_rows) {
+    return sizeof(float) * std::size_t(rows) * std::size_t(tile_ld(d) + tile_ld(P));
 }
 
-template <class Gather, class Act>
-__global__ void __launch_bounds__(projected_threads)
+template <class Gather, class Act, class Geometry = default_projected_geometry>
+__global__ void __launch_bounds__(Geometry::threads, Geometry::min_blocks)
     projected_rows_kernel(index_t n, int d, int P, const float* __restrict__ omega, Gather gather, Act act) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     namespace wmma = nvcuda::wmma;
-    constexpr int R = projected_tile_rows, row_tiles = R / 16;
+    constexpr int R = Geometry::rows, row_tiles = R / 16;
     extern __shared__ __align__(128) float projected_smem[];
     const int ldx = tile_ld(d), ldu = tile_ld(P);
     float* xs = projected_smem;
