@@ -255,11 +255,7 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     using W = float;
     const kattn::attention_config cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
     const kattn::linear_attention<Map, Sampler, kb::cuda, float> op(cfg);
-    struct owned_stream {
-        cudaStream_t s = nullptr;
-        owned_stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
-        ~owned_stream() { cudaStreamDestroy(s); }
-    } stream;  // a stream of its own: graph capture needs one other than the legacy default
+    const cuda_bench::owned_stream stream;
     kb::cuda_system sys{stream.s, products};
     sys.fused_features = o.fused_features;
     sys.fused_outputs = o.fused_outputs;

@@ -19,6 +19,7 @@
 // equal the default geometry's bit for bit (the kernel's contract: a row's arithmetic does
 // not depend on the tiling); a difference fails the run (exit status 1). A benchmark that
 // checks one invariant, not a test.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -115,11 +116,7 @@ template <class Map>
 void run_map(const options& o, const char* name, const cudaDeviceProp& prop, std::vector<record>& out) {
     const kattn::attention_config cfg{.head_dim = o.d, .value_dim = o.d, .num_features = o.m, .seed = 1};
     const kattn::linear_attention<Map, kattn::samplers::orthogonal_gaussian, kb::cuda, float> op(cfg);
-    struct owned_stream {
-        cudaStream_t s = nullptr;
-        owned_stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
-        ~owned_stream() { cudaStreamDestroy(s); }
-    } stream;
+    const cuda_bench::owned_stream stream;
     const kb::cuda_system sys{stream.s, kb::float_gemm::tf32};
     const kb::device_parameters<Map, float, kb::cuda_system> params(sys, op.spectral());
     const auto g = ci::geometry_of<Map>(o.d, o.m, 1, o.heads, o.L, o.L, o.d, false, nullptr);
@@ -170,9 +167,8 @@ void run_map(const options& o, const char* name, const cudaDeviceProp& prop, std
         check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&r.blocks_per_sm, kernel, G::threads, smem),
               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
         const index_t tiles = (rows + G::rows - 1) / G::rows;
-        r.blocks = long(std::min<index_t>(
-            resident ? std::max(1, r.blocks_per_sm) * index_t(prop.multiProcessorCount) : tiles, index_t(1) << 20));
-        r.blocks = std::min<long>(r.blocks, long(tiles));
+        const index_t resident_blocks = std::max(1, r.blocks_per_sm) * index_t(prop.multiProcessorCount);
+        r.blocks = long(std::min({tiles, resident ? resident_blocks : tiles, index_t(1) << 20}));
         const auto& a = reference ? act_ref : act;
         const auto launch = [&] {
             kernel<<<unsigned(r.blocks), G::threads, smem, stream.s>>>(rows, int(g.d), int(g.P), sp.omega, gather, a);

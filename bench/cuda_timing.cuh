@@ -5,6 +5,8 @@
 //   cuda_bench::time_median(R, f, s)      median seconds of R calls of f after one warm-up,
 //                                         timed with CUDA events on stream s
 //   cuda_bench::device_allocations        cudaMalloc'd buffers, freed by its destructor
+//   cuda_bench::owned_stream              a non-blocking stream of its own (graph capture
+//                                         needs one other than the legacy default)
 //   cuda_bench::hash_fill<T>{p, seed, sd} a device functor: p[i] ≈ uniform in ±sd, a hash of
 //                                         (seed, i), so inputs are the same on every run
 //   cuda_bench::copy_bandwidth(R)         device-to-device copy of 1 GiB, read + write GB/s
@@ -74,6 +76,15 @@ struct device_allocations {
         held.push_back(p);
         return static_cast<T*>(p);
     }
+};
+
+/// A non-blocking stream, destroyed with the object.
+struct owned_stream {
+    cudaStream_t s = nullptr;
+    owned_stream() { check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate"); }
+    owned_stream(const owned_stream&) = delete;
+    owned_stream& operator=(const owned_stream&) = delete;
+    ~owned_stream() { cudaStreamDestroy(s); }
 };
 
 /// Fills n device elements of T with a cheap hash of (seed, i) scaled to about ±sd.
