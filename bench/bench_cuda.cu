@@ -4,7 +4,7 @@
 //   bench_cuda [--L 1024,4096,16384,65536,262144] [--heads 8] [--d 64] [--m 256]
 //              [--repeats 5] [--budget 240] [--no-fla] [--no-favor] [--precision float|bf16|all]
 //              [--mask full|causal|all] [--no-ceilings] [--three-pass] [--outputs tiled|products]
-//              [--states fused|products]
+//              [--states fused|products] [--single-pass on|off]
 //              [--pass forward|all] [--json PATH]
 //
 // The selection options serve profiling (one case under ncu; --pass forward leaves out the
@@ -32,7 +32,10 @@
 // per 64 query rows, chunk_outputs.cuh; products: cuBLAS products and row passes). The JSON
 // says which ("fused_features", "fused_outputs", "fused_states"). The causal block states
 // likewise (--states fused: scanned as they are made, chunk_states.cuh; products: the cuBLAS
-// product, then the scan). A benchmark, not a test.
+// product, then the scan). --single-pass on asks for the causal forward in one kernel
+// (cuda_system::single_pass, causal_single_pass.cuh) where it applies (elu with Ω = I,
+// causal, enough heads): the record's single_pass_columns is its column width, 0 where the
+// multi-pass path ran. A benchmark, not a test.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -75,6 +78,7 @@ struct options {
     bool fused_features = true;                            ///< --three-pass: cuda_system::fused_features = false
     bool fused_outputs = kb::cuda_system{}.fused_outputs;  ///< --outputs tiled|products
     bool fused_states = kb::cuda_system{}.fused_states;    ///< --states fused|products
+    bool single_pass = kb::cuda_system{}.single_pass;      ///< --single-pass on|off
     int passes = 2;                                        ///< --pass forward (1) | all (2: also forward+backward)
     std::string json;
 };
@@ -122,6 +126,13 @@ options parse(int argc, char** argv) {
                 std::exit(2);
             }
             o.fused_states = v == "fused";
+        } else if (a == "--single-pass") {
+            const std::string v = next();
+            if (v != "on" && v != "off") {
+                std::fprintf(stderr, "bench_cuda: --single-pass on|off, not %s\n", v.c_str());
+                std::exit(2);
+            }
+            o.single_pass = v == "on";
         } else if (a == "--pass") {
             const std::string v = next();
             if (v != "forward" && v != "all") {
@@ -143,8 +154,8 @@ options parse(int argc, char** argv) {
             std::fprintf(stderr,
                          "usage: bench_cuda [--L list] [--heads H] [--d D] [--m M] [--repeats R] "
                          "[--budget S] [--no-fla] [--no-favor] [--precision float|bf16|all] [--mask full|causal|all] "
-                         "[--no-ceilings] [--three-pass] [--outputs tiled|products] [--states fused|products] [--pass "
-                         "forward|all] "
+                         "[--no-ceilings] [--three-pass] [--outputs tiled|products] [--states fused|products] "
+                         "[--single-pass on|off] [--pass forward|all] "
                          "[--json PATH]\n");
             std::exit(a == "--help" || a == "-h" ? 0 : 2);
         }
@@ -246,6 +257,7 @@ struct record {
     double seconds = 0, tflops = 0, ceiling = 0, gbps = 0, copy_gbps = 0;
     double graph_seconds = 0;  ///< the call replayed from a CUDA graph; 0 if capture failed
     std::size_t peak_bytes = 0, workspace_bytes = 0;
+    index_t single_pass_columns = 0;  ///< the forward's single-pass width; 0: the multi-pass path
 };
 
 template <class Map, class Sampler, class T>
@@ -260,6 +272,7 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     sys.fused_features = o.fused_features;
     sys.fused_outputs = o.fused_outputs;
     sys.fused_states = o.fused_states;
+    sys.single_pass = o.single_pass;
     const kb::device_parameters<Map, W, kb::cuda_system> params(sys, op.spectral());
     const index_t n = B * H * L * d;
     cudaMemPool_t pool;
@@ -307,16 +320,19 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
         r.ceiling = ceiling;
         r.gbps = (pass == 0 ? 4 : 2 * 4 + 3) * io_bytes / s * 1e-9;
         r.copy_gbps = copy_gbps;
+        r.single_pass_columns = causal && params.identity() && !Map::has_stabiliser
+                                    ? sys.single_pass_columns<W>(B * H, d, index_t(F), d)
+                                    : 0;
         r.peak_bytes = std::size_t(high) + std::size_t(8) * std::size_t(n) * sizeof(T);
         r.workspace_bytes = kb::cuda::device_workspace_bytes(
             sys, params, pass == 0 ? kb::device_pass::forward : kb::device_pass::backward, B, H, L, L, d, opt, false);
         out.push_back(r);
         std::printf(
             "%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms (graph %8.3f) %7.1f TFLOP/s %5.1f %% "
-            "%7.0f GB/s %8.1f MiB (scratch %.1f MiB)\n",
+            "%7.0f GB/s %8.1f MiB (scratch %.1f MiB)%s\n",
             map, precision, r.op.c_str(), causal ? "causal" : "full", B, H, L, d, m, s * 1e3, r.graph_seconds * 1e3,
             r.tflops, ceiling > 0 ? 100 * r.tflops / ceiling : 0.0, r.gbps, double(r.peak_bytes) / (1 << 20),
-            double(r.workspace_bytes) / (1 << 20));
+            double(r.workspace_bytes) / (1 << 20), r.single_pass_columns > 0 && pass == 0 ? " single pass" : "");
     }
     (void)prop;
 }
@@ -332,7 +348,8 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
        << ",\n  \"gemm_fp32_tflops\": " << fp32 << ",\n  \"copy_gbps\": " << copy
        << ",\n  \"fused_features\": " << (o.fused_features ? "true" : "false")
        << ",\n  \"fused_outputs\": " << (o.fused_outputs ? "true" : "false")
-       << ",\n  \"fused_states\": " << (o.fused_states ? "true" : "false") << ",\n  \"results\": [\n";
+       << ",\n  \"fused_states\": " << (o.fused_states ? "true" : "false")
+       << ",\n  \"single_pass\": " << (o.single_pass ? "true" : "false") << ",\n  \"results\": [\n";
     for (std::size_t i = 0; i < res.size(); ++i) {
         const auto& r = res[i];
         js << "    {\"op\": \"linear_attention\", \"pass\": \"" << r.op << "\", \"map\": \"" << r.map
@@ -342,7 +359,8 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
            << ", \"gemm_ceiling_tflops\": " << r.ceiling << ", \"gbps\": " << r.gbps
            << ", \"copy_gbps\": " << r.copy_gbps << ", \"peak_device_bytes\": " << r.peak_bytes
            << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"graph_seconds\": " << r.graph_seconds
-           << ", \"device\": \"" << prop.name << "\"}" << (i + 1 < res.size() ? "," : "") << "\n";
+           << ", \"single_pass_columns\": " << (r.op == "forward" ? r.single_pass_columns : 0) << ", \"device\": \""
+           << prop.name << "\"}" << (i + 1 < res.size() ? "," : "") << "\n";
     }
     js << "  ],\n  \"complete\": " << (complete ? "true" : "false") << "\n}\n";
 }

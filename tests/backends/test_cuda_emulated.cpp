@@ -3,14 +3,17 @@
 // checks alignment). A system that is host_system in everything else takes from cuda_system
 // the parts that only a GPU runs otherwise: a warp per row (warp_ops.cuh) for every row
 // functor, φ in one kernel (projected_rows.cuh), the forward's output stage in tiles of 64
-// query rows (chunk_outputs.cuh) and the causal block states with their scan within
-// segments (chunk_states.cuh), the kernels' code unchanged. Its products round to
-// TF32, as the GPU's do. Checked, for every feature map: forward and backward against the
+// query rows (chunk_outputs.cuh), the causal block states with their scan within
+// segments (chunk_states.cuh) and, when asked (single_pass_system), the causal forward in
+// one pass over the chunks (causal_single_pass.cuh), the kernels' code unchanged. Its
+// products round to TF32, as the GPU's do. Checked, for every feature map: forward and backward against the
 // reference backend, non-causal with whole tiles, causal with a tail chunk and padded keys,
 // and packed documents; Ω = I, whose φ needs no projection kernel; favor with value widths
 // whose numerators fill whole WMMA column tiles (with and without FP32 tail columns); the
 // states kernel over several segments, state tiles and staged columns; bf16 tensors with
-// BF16 products within the documented bounds (precision_cases.hpp); that the kernels ran;
+// BF16 products within the documented bounds (precision_cases.hpp); the single pass for
+// maps without a stabiliser, in one and several column groups, with tails and padded keys,
+// against the reference and the multi-pass path; that the kernels ran;
 // that no WMMA access broke the alignment rules and no barrier deadlocked; warp_ops' rows
 // as float4 and element by element. And the emulator's own checks: a misaligned load and a
 // barrier that some threads skip are caught.
@@ -37,6 +40,7 @@
 // emulator's cuda_runtime.h and mma.h (this directory's cuda_emulation/ is on the include
 // path first).
 #define __CUDA_ARCH__ 800
+#include <kattn/backends/causal_single_pass.cuh>
 #include <kattn/backends/chunk_outputs.cuh>
 #include <kattn/backends/chunk_states.cuh>
 #include <kattn/backends/projected_rows.cuh>
@@ -48,6 +52,7 @@ namespace kattn::detail {
 alignas(128) float output_smem[1 << 15];
 alignas(128) float projected_smem[1 << 15];
 alignas(128) float states_smem[states_shared_bytes / sizeof(float)];
+alignas(128) float single_pass_smem[1 << 15];
 }  // namespace kattn::detail
 
 namespace {
@@ -59,7 +64,10 @@ struct emulated_gpu_system : backends::host_system {
     static constexpr const char* name = "emulated_gpu";
     using row_ops = detail::warp_ops;
     bool fused_features = true;
-    static inline int output_launches = 0, projected_launches = 0, states_launches = 0;
+    bool single_pass = false;  ///< as cuda_system's: off unless asked for
+    static inline int output_launches = 0, projected_launches = 0, states_launches = 0, single_pass_launches = 0;
+    /// The multiprocessors that cuda_system's choice of the single pass's width counts on.
+    static constexpr index_t sms = 2;
 
     emulated_gpu_system() { float_math = backends::float_gemm::tf32; }
 
@@ -125,6 +133,24 @@ struct emulated_gpu_system : backends::host_system {
         ++states_launches;
         cuda_emulation::launch(2, detail::states_threads, [&] { detail::chunk_states_kernel(job, steps); });
     }
+
+    template <class W>
+    index_t single_pass_columns(index_t problems, index_t d, index_t F, index_t dv) const {
+        if (!std::is_same_v<W, float> || !single_pass || float_math == backends::float_gemm::fp32) return 0;
+        return detail::single_pass_width(problems, d, F, dv, sms, sizeof detail::single_pass_smem);
+    }
+    template <class Job>
+    void launch_causal_single_pass(const Job& job) const {
+        if constexpr (std::is_same_v<typename Job::work, float>) {
+            ++single_pass_launches;
+            cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::causal_single_pass_kernel(job); });
+        }
+    }
+};
+
+/// emulated_gpu_system with the causal single pass asked for.
+struct single_pass_system : emulated_gpu_system {
+    single_pass_system() { single_pass = true; }
 };
 
 using emulated_gpu = backends::chunked<emulated_gpu_system>;
@@ -254,6 +280,64 @@ TEST_CASE_TEMPLATE("CUDA kernels under emulation: φ's kernel gives the same bit
         };
         same_bits(f0, f1);
         same_bits(t0, t1);
+    }
+}
+
+TEST_CASE_TEMPLATE("CUDA kernels under emulation: the causal forward in one pass over the chunks", Map, features::elu,
+                   features::softplus, features::sigmoid2, features::cos2) {
+    // Maps without a stabiliser, Ω = I (d = F = 16). 150 tokens: two whole
+    // chunks and a tail; padded keys (one head keeps 149, the other about a quarter); the
+    // multi-pass path and the reference as the independent answers.
+    using sp = backends::chunked<single_pass_system>;
+    cuda_emulation::faults() = 0;
+    int launches = emulated_gpu_system::single_pass_launches;
+    const auto s = kt::run_identity_case<Map, float, sp>(2, 1, 150, true, true, false, 16);
+    CHECK(emulated_gpu_system::single_pass_launches == launches + 1);  // the forward (the backward recomputes)
+    CHECK(cuda_emulation::faults() == 0);
+    const auto r = kt::run_identity_case<Map, float, backends::reference>(2, 1, 150, true, true, false, 16);
+    kt::check_close(s, r, 150, tol, grad_tol<Map>);
+    const auto m = kt::run_identity_case<Map, float, emulated_gpu>(2, 1, 150, true, true, false, 16);
+    CHECK(kt::rel_err(s.out, m.out) < 1e-3);
+    // Non-causal calls and Ω ≠ I take the multi-pass path.
+    launches = emulated_gpu_system::single_pass_launches;
+    (void)kt::run_identity_case<Map, float, sp>(2, 1, 150, false, true, false, 16);
+    (void)kt::run_identity_case<Map, float, sp>(2, 1, 150, true, true, true, 16);
+    CHECK(emulated_gpu_system::single_pass_launches == launches);
+}
+
+TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths and tail chunks") {
+    // dv = 40 over 2 heads: 48 columns halved to groups of 32 (the last one 8 wide) so that
+    // the blocks fill the emulated device twice; dv = 16 over 4 heads: one group of 16.
+    // Lengths 64 (one whole chunk), 65 (a chunk of one token), 300; with and without padded keys.
+    using sp = backends::chunked<single_pass_system>;
+    CHECK(detail::single_pass_width(2, 16, 16, 40, 2, 1 << 20) == 32);
+    CHECK(detail::single_pass_width(4, 16, 16, 16, 2, 1 << 20) == 16);
+    CHECK(detail::single_pass_width(1, 16, 16, 16, 2, 1 << 20) == 0);  // fewer blocks than multiprocessors
+    CHECK(detail::single_pass_width(8, 16, 16, 200, 2, 1 << 20) == 128);
+    CHECK(detail::single_pass_width(8, 16, 24, 64, 2, 1 << 20) == 0);  // F not a multiple of 16
+    CHECK(detail::single_pass_width(8, 16, 16, 64, 2, detail::single_pass_shared_bytes(16, 16, 32)) == 32);
+    for (const index_t dv : {40, 16}) {
+        const index_t H = dv == 16 ? 4 : 2;
+        for (const index_t L : {64, 65, 300}) {
+            for (const bool padded : {false, true}) {
+                INFO("dv=", dv, " L=", L, " padded=", padded);
+                attention_config cfg{.head_dim = 16, .value_dim = dv, .num_features = 16, .seed = 3, .sigma = 1.0};
+                const linear_attention<features::elu, samplers::identity, backends::reference, float> ar(cfg);
+                const linear_attention<features::elu, samplers::identity, sp, float> as(cfg);
+                const auto sl = std::size_t(L), sv = std::size_t(dv), sh = std::size_t(H);
+                const auto q = kt::randn<float, 4>({1, sh, sl, 16}, 1, 0.5),
+                           k = kt::randn<float, 4>({1, sh, sl, 16}, 2, 0.5);
+                const auto v = kt::randn<float, 4>({1, sh, sl, sv}, 3);
+                const std::vector<index_t> lens{padded ? L / 3 + 1 : L};
+                const key_lengths kl(lens);
+                cuda_emulation::faults() = 0;
+                const int launches = emulated_gpu_system::single_pass_launches;
+                const auto o = as(q, k, v, kattn::causal, kl);
+                CHECK(emulated_gpu_system::single_pass_launches == launches + 1);
+                CHECK(kt::rel_err(o, ar(q, k, v, kattn::causal, kl)) < tol);
+                CHECK(cuda_emulation::faults() == 0);
+            }
+        }
     }
 }
 

@@ -237,6 +237,8 @@ struct chunked {
             sizing.projected_rows = sys.projects_rows(g.d, g.P, sp.omega);
         if constexpr (requires { sys.template fuses_chunk_outputs<W>(g.F, g.dv1); })
             sizing.chunk_outputs = sys.template fuses_chunk_outputs<W>(g.F, g.dv1);
+        if constexpr (requires { sys.template single_pass_columns<W>(g.problems, g.d, g.F, g.dv); })
+            sizing.single_pass_cw = sys.template single_pass_columns<W>(g.problems, g.d, g.F, g.dv);
         const W scale = W(o.input_scale), eps = W(o.eps);
         if (pass == device_pass::forward) {
             with_tables(sizing, g, offsets,

@@ -11,7 +11,9 @@
 // all with FP32 accumulation; double: FP64), cudaMemcpyAsync for the host API's copies;
 // φ in one kernel (projected_rows.cuh) where it applies; on request, the forward's outputs
 // in one kernel per tile of 64 query rows (fused_outputs, chunk_outputs.cuh) and the causal
-// block states scanned as they are made (fused_states, chunk_states.cuh). No atomics and no
+// block states scanned as they are made (fused_states, chunk_states.cuh), and, for maps
+// without a stabiliser and Ω = I, the causal forward as one pass over the chunks with the
+// state on chip (single_pass, causal_single_pass.cuh). No atomics and no
 // float scans: the same call on the same GPU gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
 // Operators (linear_attention<Map, S, backends::cuda, T>) run on the default stream with
 // TF32; the device-resident call takes a cuda_system object with its own stream and
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "causal_single_pass.cuh"
 #include "chunk_outputs.cuh"
 #include "chunk_states.cuh"
 #include "chunked.hpp"
@@ -137,6 +140,7 @@ inline cublasHandle_t cublas_handle() {
 struct cuda_device_limits {
     int major = 0;
     int shared_optin = 0;
+    int sms = 0;  ///< multiprocessors
 };
 inline cuda_device_limits device_limits() {
     thread_local std::vector<cuda_device_limits> cache;
@@ -148,6 +152,7 @@ inline cuda_device_limits device_limits() {
         cuda_check(cudaDeviceGetAttribute(&l.major, cudaDevAttrComputeCapabilityMajor, dev), "cudaDeviceGetAttribute");
         cuda_check(cudaDeviceGetAttribute(&l.shared_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
                    "cudaDeviceGetAttribute");
+        cuda_check(cudaDeviceGetAttribute(&l.sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
     }
     return l;
 }
@@ -186,6 +191,12 @@ struct cuda_system {
     /// by default until the kernel has been measured and checked on a GPU (the tests run
     /// both ways; docs/cuda_backend.md §5).
     bool fused_states = false;
+    /// Run the causal forward of a map without a stabiliser and Ω = I (elu with the
+    /// identity sampler: flash-linear-attention's plain linear attention) as one kernel that
+    /// walks each head's chunks with the state on chip, where it applies
+    /// (single_pass_columns). Off by default until the kernel has been measured on a GPU
+    /// (docs/cuda_backend.md §5).
+    bool single_pass = false;
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -317,6 +328,43 @@ struct cuda_system {
             detail::
                 chunk_states_kernel<<<unsigned(blocks), detail::states_threads, detail::states_shared_bytes, stream>>>(
                     job, steps);
+            detail::cuda_check(cudaGetLastError(), "kernel launch");
+        }
+    }
+
+    /// The value columns per thread block of launch_causal_single_pass for this call, or 0
+    /// where it does not run: single_pass off, double, exact float products, a device older
+    /// than compute capability 8.0, or where detail::single_pass_width says no (a shape the
+    /// kernel does not take, tiles beyond a block's shared memory, fewer blocks than
+    /// multiprocessors).
+    template <class W>
+    index_t single_pass_columns(index_t problems, index_t d, index_t F, index_t dv) const {
+        if constexpr (!std::is_same_v<W, float>) {
+            return 0;
+        } else {
+            if (!single_pass || float_math == float_gemm::fp32) return 0;
+            const auto lim = detail::device_limits();
+            if (lim.major < 8) return 0;
+            return detail::single_pass_width(problems, d, F, dv, lim.sms, std::size_t(lim.shared_optin));
+        }
+    }
+
+    /// The causal forward in one kernel (chunked_impl::single_pass_job; backends/
+    /// causal_single_pass.cuh). Call only with the width single_pass_columns gave.
+    template <class Job>
+    void launch_causal_single_pass(const Job& job) const {
+        if constexpr (!std::is_same_v<typename Job::work, float>) {
+            throw kattn::error("kattn: CUDA backend: launch_causal_single_pass: float work only (single_pass_columns)");
+        } else {
+            const std::size_t bytes = detail::single_pass_shared_bytes(job.g.d, job.g.F, job.cw);
+            const auto kernel = detail::causal_single_pass_kernel<Job>;
+            if (bytes > 48 * 1024)
+                detail::cuda_check(
+                    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+                    "cudaFuncSetAttribute");
+            const index_t blocks = std::min<index_t>(job.jobs(), index_t(1) << 20);
+            if (blocks <= 0) return;
+            kernel<<<unsigned(blocks), detail::single_pass_threads, bytes, stream>>>(job);
             detail::cuda_check(cudaGetLastError(), "kernel launch");
         }
     }

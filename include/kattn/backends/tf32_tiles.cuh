@@ -13,6 +13,8 @@
 //                         the FP32 accumulator
 //   load_tf32(frag, p, ld)
 //                         load_matrix_sync, then every element rounded to TF32
+//   mma_tf32_rows(acc, a, lda, b, ldb, K)
+//                         acc += A·B for row-major A (16 × K) and B (K × 16)
 #pragma once
 
 #include <mma.h>
@@ -37,6 +39,18 @@ template <class Fragment>
 __device__ inline void load_tf32(Fragment& f, const float* p, int ld) {
     nvcuda::wmma::load_matrix_sync(f, p, unsigned(ld));
     for (int e = 0; e < f.num_elements; ++e) f.x[e] = nvcuda::wmma::__float_to_tf32(f.x[e]);
+}
+
+/// acc += A·B over depth K (a multiple of 8): A's 16 rows row-major at a (leading dimension
+/// lda), B's K rows of 16 row-major at b (ldb), in steps of 8 in order.
+__device__ inline void mma_tf32_rows(f32_acc& acc, const float* a, int lda, const float* b, int ldb, int K) {
+    for (int k = 0; k < K; k += 8) {
+        tf32_a fa;
+        tf32_b fb;
+        load_tf32(fa, a + k, lda);
+        load_tf32(fb, b + k * ldb, ldb);
+        nvcuda::wmma::mma_sync(acc, fa, fb, acc);
+    }
 }
 #endif
 

@@ -1,7 +1,7 @@
 // tests/backends/cuda_emulation/mma.h — nvcuda::wmma for the emulator (emulator.hpp): the
 // TF32 m16n16k8 shapes the kernels use. Every lane holds the whole tile (so num_elements is
 // the tile's size, and element-wise loops over x[] see every element); lane 0 alone stores.
-// Loads and stores check the hardware's rules: a 256-bit aligned pointer and a leading
+// Accumulators load from memory too (with a layout, as in CUDA). Loads and stores check the hardware's rules: a 256-bit aligned pointer and a leading
 // dimension that is a multiple of 16 bytes; a violation counts in cuda_emulation::faults().
 // __float_to_tf32 rounds to 10 mantissa bits, to nearest with ties away from zero (cvt.rna).
 #pragma once
@@ -48,6 +48,14 @@ void load_matrix_sync(fragment<Use, M, N, K, T, Layout>& f, const float* p, unsi
     for (int i = 0; i < F::rows; ++i)
         for (int j = 0; j < F::cols; ++j)
             f.x[i * F::cols + j] = std::is_same_v<Layout, col_major> ? p[j * ld + i] : p[i * ld + j];
+}
+
+/// An accumulator from memory, row- or column-major (the kernels that add to a stored tile).
+template <int M, int N, int K, class T>
+void load_matrix_sync(fragment<accumulator, M, N, K, T>& f, const float* p, unsigned ld, layout_t layout) {
+    if (!detail::well_placed(p, ld)) return;
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) f.x[i * N + j] = layout == mem_row_major ? p[i * ld + j] : p[j * ld + i];
 }
 
 template <int M, int N, int K, class T>

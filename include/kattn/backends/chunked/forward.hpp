@@ -17,7 +17,9 @@
 //                 Φ_Q,b·X_b; the intra part (mask ⊙ Φ_Q,bΦ_K,bᵀ)·[V, 1]_b; each a batched GEMM
 //                 over problems × blocks; out from e^{E_{b−1} − C_i}·inter + intra
 // A system with launch_chunk_outputs makes the output stage (inter, intra, mask, out) in
-// one pass over tiles of 64 query rows instead (output_tiles in kernels.hpp).
+// one pass over tiles of 64 query rows instead (output_tiles in kernels.hpp); one with
+// launch_causal_single_pass makes the whole causal forward of a map without a stabiliser
+// and Ω = I in one pass over the chunks (single_pass.hpp).
 // Tail chunks are zero-padded to 64 tokens. Intermediates are in W (float for float and
 // 16-bit inputs, double for double); no L × L buffer exists (the intra scores are L × 64).
 #pragma once
@@ -26,6 +28,7 @@
 
 #include "kernels.hpp"
 #include "scans.hpp"
+#include "single_pass.hpp"
 #include "system.hpp"
 
 namespace kattn::backends {
@@ -251,6 +254,20 @@ bool tiled_outputs(const System& sys, const geometry& g) {
         return false;
 }
 
+/// The value columns per block where the system runs this causal forward in one pass over
+/// the chunks (launch_causal_single_pass, a capability with a default: no), else 0: maps
+/// without a stabiliser, Ω = I, causal, not packed.
+template <class Map, class W, class System>
+index_t single_pass_columns(const System& sys, const spectral<Map, W>& sp, const geometry& g) {
+    if constexpr (!Map::has_stabiliser &&
+                  requires { sys.template single_pass_columns<W>(g.problems, g.d, g.F, g.dv); }) {
+        if (!g.causal || g.packed() || !sp.identity || g.Lq != g.Lk) return 0;
+        return sys.template single_pass_columns<W>(g.problems, g.d, g.F, g.dv);
+    } else {
+        return 0;
+    }
+}
+
 /// The forward pass; see the file comment. Views and geometry are checked by the caller.
 /// The output stage (inter and intra products, mask, out rows) runs as the three products
 /// and two row passes above, or, where the system can, as one pass over tiles of 64 query
@@ -260,6 +277,13 @@ void forward(const System& sys, const spectral<Map, W>& sp, const geometry& g, c
              const backends::strided_view<const T>& k, const backends::strided_view<const T>& v,
              const backends::strided_view<T>& out, W scale, W eps) {
     if (g.problems == 0 || g.Lq == 0) return;
+    if constexpr (!Map::has_stabiliser) {
+        if (const index_t cw = single_pass_columns<Map, W>(sys, sp, g); cw > 0) {
+            sys.launch_causal_single_pass(
+                single_pass_job<Map, T, W, system_row_ops<System>>{g, sp, q, k, v, out, scale, eps, cw});
+            return;
+        }
+    }
     const bool tiled = tiled_outputs<W>(sys, g);
     const forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale, !tiled);
     const emit_rows<Map, T, W, system_row_ops<System>> emit{

@@ -411,6 +411,7 @@ struct sizing_system {
     bool count_mirrors = true;    ///< the sized system's mirror() allocates
     bool projected_rows = false;  ///< the sized system builds φ in one pass (float)
     bool chunk_outputs = false;   ///< the sized system makes the outputs in tiles
+    index_t single_pass_cw = 0;   ///< the sized system's single_pass_columns (0: none)
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -434,6 +435,13 @@ struct sizing_system {
     }
     template <class Tiles, class Mask, class Emit>
     void launch_chunk_outputs(const Tiles&, const Mask&, const Emit&) const {}
+    /// As the sized system answers (the single pass allocates nothing).
+    template <class W>
+    index_t single_pass_columns(index_t, index_t, index_t, index_t) const {
+        return single_pass_cw;
+    }
+    template <class Job>
+    void launch_causal_single_pass(const Job&) const {}
     template <class T>
     sizing_mirror<T> mirror(const T* p, index_t n) const {
         return {sizing_buffer<T>(count_mirrors ? n : 0, tally), p};

@@ -1,0 +1,198 @@
+// kattn/backends/causal_single_pass.cuh — the causal forward in one kernel (nvcc only).
+//
+// For maps without a stabiliser and Ω = I (chunked/single_pass.hpp says why that is
+// enough), each thread block owns one head and one group of cw value columns, and walks
+// the head's chunks of 64 tokens in order with the running state S (F × cw) and z (F) in
+// shared memory. Per chunk:
+//   1. every warp builds φ of its query and key rows and loads its value rows (the job's
+//      row functions, warp_ops) into the tiles Φ_Q, Φ_K and V;
+//   2. the scores Φ_QΦ_Kᵀ (64 × 64) on tensor cores (WMMA m16n16k8, inputs rounded to
+//      TF32, FP32 accumulation), masked to j ≤ i; den_i = Σ_j scores_ij + φ_q,i·z in FP32;
+//   3. the numerators Φ_Q·S + scores·V in one accumulator per 16 × 16 tile, stored over
+//      Φ_Q, and every warp writes its rows' outputs (job.emit);
+//   4. S += Φ_Kᵀ·V on tensor cores (each warp loads its state tiles, adds, stores them
+//      back) and z += the column sums of Φ_K in FP32.
+// No scratch in device memory; q, k and v are read once per column group and out written
+// once. Every output has one writer and a fixed order of operations: the same bits on every
+// run. cuda_system::launch_causal_single_pass runs it when single_pass is set (float work,
+// non-exact products, F a multiple of 16, a device of compute capability 8.0 or newer, the
+// tiles within a block's shared memory).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "../core/config.hpp"
+#include "tf32_tiles.cuh"
+#include "warp_ops.cuh"
+
+namespace kattn::detail {
+
+/// Threads per block of the single-pass kernel, and the widest column group.
+inline constexpr int single_pass_threads = 256;
+inline constexpr int single_pass_max_cw = 128;
+
+/// The shapes the kernel takes: F and d positive, F a multiple of 16 (whole state tiles)
+/// and at most 1,024, d at most 4,096, cw a multiple of 16 up to single_pass_max_cw.
+inline bool single_pass_shape(index_t d, index_t F, index_t cw) {
+    return F > 0 && F % 16 == 0 && F <= 1024 && d > 0 && d <= 4096 && cw > 0 && cw % 16 == 0 &&
+           cw <= single_pass_max_cw;
+}
+
+/// The layout of one block's shared memory, in floats from its start (every tile 32-byte
+/// aligned: each offset a multiple of 8 floats).
+struct single_pass_layout {
+    int ldf, ldc, lds, ldx;
+    int phq, phk, sc, vt, S, z, den, stage, total;
+    __host__ __device__ single_pass_layout(int d, int F, int cw) {
+        constexpr int C = 64, warps = single_pass_threads / 32;
+        const auto up8 = [](int n) { return (n + 7) / 8 * 8; };
+        ldf = tile_ld(F), ldc = tile_ld(cw), lds = tile_ld(C), ldx = up8(d);
+        phq = 0;                                  // Φ_Q, then the numerators (ldc)
+        phk = phq + C * (ldf > ldc ? ldf : ldc);  // Φ_K
+        sc = phk + C * ldf;                       // scores
+        vt = sc + C * lds;                        // V's columns of the group
+        S = vt + C * ldc;                         // the state's columns of the group
+        z = S + F * ldc;                          // z
+        den = z + up8(F);                         // the chunk's denominators
+        total = den + C;
+        // A row of x per warp, used while the rows are built, before the scores exist:
+        // over the scores where it fits.
+        stage = warps * ldx <= C * lds ? sc : total;
+        if (stage == total) total += warps * ldx;
+    }
+};
+
+inline std::size_t single_pass_shared_bytes(index_t d, index_t F, index_t cw) {
+    return sizeof(float) * std::size_t(single_pass_layout(int(d), int(F), int(cw)).total);
+}
+
+/// The value columns per block for a call of `problems` heads, or 0 where the kernel
+/// should not run: the widest group (dv in tiles of 16, at most single_pass_max_cw) halved
+/// while the blocks would not fill the `sms` multiprocessors twice, then narrowed until the
+/// tiles fit `shared_limit` bytes; 0 when that leaves fewer blocks than multiprocessors
+/// (every block walks a whole sequence, so few blocks would leave the device idle).
+inline index_t single_pass_width(index_t problems, index_t d, index_t F, index_t dv, index_t sms,
+                                 std::size_t shared_limit) {
+    if (problems <= 0 || dv <= 0) return 0;
+    const auto blocks = [&](index_t cw) { return problems * ((dv + cw - 1) / cw); };
+    index_t cw = (dv + 15) / 16 * 16 < single_pass_max_cw ? (dv + 15) / 16 * 16 : single_pass_max_cw;
+    while (cw > 16 && blocks(cw) < 2 * sms) cw = (cw / 2 + 15) / 16 * 16;
+    while (cw > 0 && (!single_pass_shape(d, F, cw) || single_pass_shared_bytes(d, F, cw) > shared_limit)) cw -= 16;
+    return cw > 0 && blocks(cw) >= sms ? cw : 0;
+}
+
+template <class Job>
+__global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_kernel(Job job) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    namespace wmma = nvcuda::wmma;
+    constexpr int C = 64, RT = C / 16, warps_c = single_pass_threads / 32;
+    constexpr int max_jobs = RT * (single_pass_max_cw / 16) / warps_c;
+    extern __shared__ __align__(128) float single_pass_smem[];
+    const int F = int(job.g.F), cw = int(job.cw);
+    const single_pass_layout lay(int(job.g.d), F, cw);
+    float* phq = single_pass_smem + lay.phq;
+    float* phk = single_pass_smem + lay.phk;
+    float* sc = single_pass_smem + lay.sc;
+    float* vt = single_pass_smem + lay.vt;
+    float* S = single_pass_smem + lay.S;
+    float* z = single_pass_smem + lay.z;
+    float* den = single_pass_smem + lay.den;
+    const int warp = int(threadIdx.x) / 32, warps = warps_c, lane = int(threadIdx.x) % 32;
+    float* stage = single_pass_smem + lay.stage + warp * lay.ldx;
+    const int ct_n = cw / 16, ft_n = F / 16;
+    const index_t groups = job.groups(), nc = job.chunks();
+    for (index_t bj = blockIdx.x; bj < job.jobs(); bj += gridDim.x) {
+        const index_t p = bj / groups, c0 = (bj % groups) * cw;
+        for (int e = int(threadIdx.x); e < F * lay.ldc; e += int(blockDim.x)) S[e] = 0.0f;
+        for (int e = int(threadIdx.x); e < F; e += int(blockDim.x)) z[e] = 0.0f;
+        __syncthreads();
+        for (index_t b = 0; b < nc; ++b) {
+            const index_t t0 = b * C;
+            // 1. The chunk's rows.
+            for (int i = warp; i < C; i += warps) {
+                job.features(p, t0 + i, false, stage, phq + i * lay.ldf);
+                job.features(p, t0 + i, true, stage, phk + i * lay.ldf);
+                job.values(p, t0 + i, c0, vt + i * lay.ldc);
+            }
+            __syncthreads();
+            // 2. Scores, one 16 × 16 tile per job; then the mask and the denominators.
+            for (int t = warp; t < RT * RT; t += warps) {
+                const int rt = t / RT, kt = t % RT;
+                f32_acc acc;
+                wmma::fill_fragment(acc, 0.0f);
+                for (int f = 0; f < F; f += 8) {
+                    tf32_a a;
+                    tf32_bt bk;
+                    load_tf32(a, phq + rt * 16 * lay.ldf + f, lay.ldf);
+                    load_tf32(bk, phk + kt * 16 * lay.ldf + f, lay.ldf);
+                    wmma::mma_sync(acc, a, bk, acc);
+                }
+                wmma::store_matrix_sync(sc + rt * 16 * lay.lds + kt * 16, acc, unsigned(lay.lds), wmma::mem_row_major);
+            }
+            __syncthreads();
+            for (int i = warp; i < C; i += warps) {
+                float* row = sc + i * lay.lds;
+                for (int j = lane; j < C; j += 32)
+                    if (j > i) row[j] = 0.0f;
+                __syncwarp();
+                float s = 0.0f, qz = 0.0f;
+                for (int j = lane; j < C; j += 32) s += row[j];
+                for (int f = lane; f < F; f += 32) qz += phq[i * lay.ldf + f] * z[f];
+                s = warp_ops::reduce_sum(s);
+                qz = warp_ops::reduce_sum(qz);
+                if (lane == 0) den[i] = qz + s;
+            }
+            __syncthreads();
+            // 3. Numerators Φ_Q·S + scores·V, kept in registers until every warp has read Φ_Q
+            //    (job u of a warp: tile warp + u·warps; unrolled, so num stays in registers).
+            f32_acc num[max_jobs];
+#pragma unroll
+            for (int u = 0; u < max_jobs; ++u) {
+                const int t = warp + u * warps_c;
+                if (t >= RT * ct_n) break;
+                const int rt = t / ct_n, ct = t % ct_n;
+                wmma::fill_fragment(num[u], 0.0f);
+                mma_tf32_rows(num[u], phq + rt * 16 * lay.ldf, lay.ldf, S + ct * 16, lay.ldc, F);
+                mma_tf32_rows(num[u], sc + rt * 16 * lay.lds, lay.lds, vt + ct * 16, lay.ldc, C);
+            }
+            __syncthreads();
+#pragma unroll
+            for (int u = 0; u < max_jobs; ++u) {
+                const int t = warp + u * warps_c;
+                if (t >= RT * ct_n) break;
+                const int rt = t / ct_n, ct = t % ct_n;
+                wmma::store_matrix_sync(phq + rt * 16 * lay.ldc + ct * 16, num[u], unsigned(lay.ldc),
+                                        wmma::mem_row_major);
+            }
+            __syncthreads();
+            for (int i = warp; i < C; i += warps) job.emit(p, t0 + i, c0, phq + i * lay.ldc, den[i]);
+            // 4. The state: S += Φ_Kᵀ·V per 16 × 16 tile of S, z += Φ_K's column sums.
+            for (int t = warp; t < ft_n * ct_n; t += warps) {
+                const int ft = t / ct_n, ct = t % ct_n;
+                f32_acc acc;
+                wmma::load_matrix_sync(acc, S + ft * 16 * lay.ldc + ct * 16, unsigned(lay.ldc), wmma::mem_row_major);
+                for (int j = 0; j < C; j += 8) {
+                    tf32_at ak;
+                    tf32_b bv;
+                    load_tf32(ak, phk + j * lay.ldf + ft * 16, lay.ldf);
+                    load_tf32(bv, vt + j * lay.ldc + ct * 16, lay.ldc);
+                    wmma::mma_sync(acc, ak, bv, acc);
+                }
+                wmma::store_matrix_sync(S + ft * 16 * lay.ldc + ct * 16, acc, unsigned(lay.ldc), wmma::mem_row_major);
+            }
+            for (int f = int(threadIdx.x); f < F; f += int(blockDim.x)) {
+                float s = z[f];
+                for (int j = 0; j < C; ++j) s += phk[j * lay.ldf + f];
+                z[f] = s;
+            }
+            __syncthreads();
+        }
+    }
+#else
+    (void)job;
+#endif
+}
+
+}  // namespace kattn::detail

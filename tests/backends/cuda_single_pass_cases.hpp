@@ -1,0 +1,56 @@
+// tests/backends/cuda_single_pass_cases.hpp — the CUDA backend's causal single pass
+// (cuda_system::single_pass, causal_single_pass.cuh) on a GPU: against the reference
+// backend and the multi-pass path, and bitwise from run to run. Included by test_cuda.cu
+// after test_chunked.cpp, whose helpers (on_system, randn, rel_err, bitwise_equal) it uses;
+// the emulator runs the same kernel on the CPU (test_cuda_emulated.cpp).
+#pragma once
+
+namespace {
+
+using namespace kattn;
+
+TEST_CASE_TEMPLATE(
+    "CUDA backend: the causal forward in one pass over the chunks equals the reference, the "
+    "multi-pass path and itself",
+    Map, features::elu, features::softplus) {
+    // 2 × 128 heads: blocks for every multiprocessor of today's GPUs at any column width;
+    // d = F = 32 (Ω = I); dv = 16 (one group) and 40 (groups of 16 or 32 and a narrower
+    // last one); 150 tokens (a tail chunk) with padded keys.
+    const index_t B = 2, H = 128, L = 150, d = 32;
+    for (const index_t dv : {16, 40}) {
+        INFO(Map::name, " dv=", dv);
+        const attention_config cfg{.head_dim = d, .value_dim = dv, .num_features = d, .seed = 3, .sigma = 1.0};
+        const linear_attention<Map, samplers::identity, backends::reference, float> ar(cfg);
+        const linear_attention<Map, samplers::identity, backends::cuda, float> a(cfg);
+        system_t on, off;
+        on.single_pass = true;
+        REQUIRE(on.single_pass_columns<float>(B * H, d, d, dv) > 0);
+        CHECK(off.single_pass_columns<float>(B * H, d, d, dv) == 0);
+        const backends::device_parameters<Map, float, system_t> params(on, a.spectral());
+        const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L);
+        const auto q = randn<float, 4>({sb, sh, sl, std::size_t(d)}, 1, 0.5);
+        const auto k = randn<float, 4>({sb, sh, sl, std::size_t(d)}, 2, 0.5);
+        const auto v = randn<float, 4>({sb, sh, sl, std::size_t(dv)}, 3);
+        const std::vector<index_t> lens_host{L, L / 3};
+        const on_system<index_t> lens(on, lens_host.data(), B);
+        const backends::device_options o{true, lens.buf.data(), double(a.input_scale()), 1e-6};
+        const on_system<float> qs(on, q.data(), index_t(q.size())), ks(on, k.data(), index_t(k.size())),
+            vs(on, v.data(), index_t(v.size()));
+        const auto run = [&](const system_t& sys) {
+            on_system<float> out(sys, B * H * L * dv);
+            const auto view = [&](const on_system<float>& x, index_t w) {
+                return backends::head_major<const float>(x.buf.data(), B, H, L, w);
+            };
+            backends::cuda::device_forward(sys, params, view(qs, d), view(ks, d), view(vs, dv),
+                                           backends::head_major(out.buf.data(), B, H, L, dv), o);
+            return out.host(sys);
+        };
+        const auto x = run(on), y = run(on), m = run(off);
+        const auto r = ar(q, k, v, kattn::causal, kattn::key_lengths(lens_host));
+        CHECK(bitwise_equal(x, y));
+        CHECK(rel_err(x, std::vector<float>(r.begin(), r.end())) < float_tol);
+        CHECK(rel_err(x, m) < float_tol);
+    }
+}
+
+}  // namespace
