@@ -1,6 +1,6 @@
 // tests/backends/cuda_single_pass_cases.hpp — the CUDA backend's causal single pass
 // (cuda_system::single_pass, causal_single_pass.cuh) on a GPU: against the reference
-// backend and the multi-pass path, and bitwise from run to run. Included by test_cuda.cu
+// backend and the multi-pass path, bitwise from run to run, and with no scratch. Included by test_cuda.cu
 // after test_chunked.cpp, whose helpers (on_system, randn, rel_err, bitwise_equal) it uses;
 // the emulator runs the same kernel on the CPU (test_cuda_emulated.cpp).
 #pragma once
@@ -48,6 +48,11 @@ TEST_CASE_TEMPLATE(
         const auto x = run(on), y = run(on), m = run(off);
         const auto r = ar(q, k, v, kattn::causal, kattn::key_lengths(lens_host));
         CHECK(bitwise_equal(x, y));
+        // Nothing allocated: the workspace query says 0 bytes for the single pass.
+        CHECK(backends::cuda::device_workspace_bytes(on, params, backends::device_pass::forward, B, H, L, L, dv, o) ==
+              0);
+        CHECK(backends::cuda::device_workspace_bytes(off, params, backends::device_pass::forward, B, H, L, L, dv, o) >
+              0);
         CHECK(rel_err(x, std::vector<float>(r.begin(), r.end())) < float_tol);
         CHECK(rel_err(x, m) < float_tol);
     }

@@ -338,6 +338,18 @@ TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths
                 CHECK(cuda_emulation::faults() == 0);
             }
         }
+        // The single pass allocates nothing: the workspace query says 0 bytes, where the
+        // multi-pass forward needs its features, states and numerators.
+        const attention_config cfg{.head_dim = 16, .value_dim = dv, .num_features = 16, .seed = 3, .sigma = 1.0};
+        const linear_attention<features::elu, samplers::identity, sp, float> as(cfg);
+        const single_pass_system on;
+        const emulated_gpu_system off;
+        const backends::device_parameters<features::elu, float, single_pass_system> pon(on, as.spectral());
+        const backends::device_parameters<features::elu, float, emulated_gpu_system> poff(off, as.spectral());
+        const backends::device_options o{true, nullptr, 1.0, 1e-6};
+        CHECK(sp::device_workspace_bytes(on, pon, backends::device_pass::forward, 1, H, 300, 300, dv, o) == 0);
+        CHECK(emulated_gpu::device_workspace_bytes(off, poff, backends::device_pass::forward, 1, H, 300, 300, dv, o) >
+              0);
     }
 }
 
