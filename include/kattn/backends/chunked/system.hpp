@@ -32,6 +32,12 @@
 //                         state goes to memory before its scan
 //                         (cuda_system: backends/chunk_states.cuh; host_system: the same
 //                         sums in the same order as the product and the scan).
+//   single_pass_columns<W>(problems, d, F, dv) -> index_t, launch_causal_single_pass(job)
+//                         the causal forward of a map without a stabiliser and Ω = I in
+//                         one pass over each head's chunks, the state on chip
+//                         (single_pass_job, chunked/single_pass.hpp), in groups of the
+//                         width answered (0: not for this call) (cuda_system:
+//                         backends/causal_single_pass.cuh; host_system: none).
 // host_system runs everything on the calling
 // process's OpenMP threads: every output element is computed by one thread in a fixed
 // order, so results are bitwise independent of the thread count. CUDA: backends/cuda.cuh.
