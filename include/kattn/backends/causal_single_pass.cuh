@@ -4,8 +4,9 @@
 // enough), each thread block owns one head and one group of cw value columns, and walks
 // the head's chunks of 64 tokens in order with the running state S (F × cw) and z (F) in
 // shared memory. Per chunk:
-//   1. every warp builds φ of its query and key rows and loads its value rows (the job's
-//      row functions, warp_ops) into the tiles Φ_Q, Φ_K and V;
+//   1. every warp gathers its query and key rows a few at a time (their loads in flight
+//      together), builds their φ (the job's row functions, warp_ops) into the tiles Φ_Q
+//      and Φ_K, and loads its value rows into V;
 //   2. the scores Φ_QΦ_Kᵀ (64 × 64) on tensor cores (WMMA m16n16k8, inputs rounded to
 //      TF32, FP32 accumulation), masked to j ≤ i; den_i = Σ_j scores_ij + φ_q,i·z in FP32;
 //   3. the numerators Φ_Q·S + scores·V in one accumulator per 16 × 16 tile, stored over
@@ -29,9 +30,11 @@
 
 namespace kattn::detail {
 
-/// Threads per block of the single-pass kernel, and the widest column group.
+/// Threads per block of the single-pass kernel, the widest column group, and the rows a
+/// warp gathers at once (the job's batch).
 inline constexpr int single_pass_threads = 256;
 inline constexpr int single_pass_max_cw = 128;
+inline constexpr int single_pass_stage_rows = 4;
 
 /// The shapes the kernel takes: F and d positive, F a multiple of 16 (whole state tiles)
 /// and at most 1,024, d at most 4,096, cw a multiple of 16 up to single_pass_max_cw.
@@ -46,7 +49,7 @@ struct single_pass_layout {
     int ldf, ldc, lds, ldx;
     int phq, phk, sc, vt, S, z, den, stage, total;
     __host__ __device__ single_pass_layout(int d, int F, int cw) {
-        constexpr int C = 64, warps = single_pass_threads / 32;
+        constexpr int C = 64, warps = single_pass_threads / 32, staged = warps * single_pass_stage_rows;
         const auto up8 = [](int n) { return (n + 7) / 8 * 8; };
         ldf = tile_ld(F), ldc = tile_ld(cw), lds = tile_ld(C), ldx = up8(d);
         phq = 0;                                  // Φ_Q, then the numerators (ldc)
@@ -57,10 +60,10 @@ struct single_pass_layout {
         z = S + F * ldc;                          // z
         den = z + up8(F);                         // the chunk's denominators
         total = den + C;
-        // A row of x per warp, used while the rows are built, before the scores exist:
-        // over the scores where it fits.
-        stage = warps * ldx <= C * lds ? sc : total;
-        if (stage == total) total += warps * ldx;
+        // single_pass_stage_rows rows of x per warp, used while the rows are built, before
+        // the scores exist: over the scores where they fit.
+        stage = staged * ldx <= C * lds ? sc : total;
+        if (stage == total) total += staged * ldx;
     }
 };
 
@@ -88,7 +91,8 @@ __global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_ker
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     namespace wmma = nvcuda::wmma;
     constexpr int C = 64, RT = C / 16, warps_c = single_pass_threads / 32;
-    constexpr int max_jobs = RT * (single_pass_max_cw / 16) / warps_c;
+    constexpr int max_jobs = RT * (single_pass_max_cw / 16) / warps_c, rows_per_warp = C / warps_c;
+    static_assert(Job::batch == single_pass_stage_rows, "causal_single_pass_kernel: the job's batch is the stage's");
     extern __shared__ __align__(128) float single_pass_smem[];
     const int F = int(job.g.F), cw = int(job.cw);
     const single_pass_layout lay(int(job.g.d), F, cw);
@@ -100,21 +104,36 @@ __global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_ker
     float* z = single_pass_smem + lay.z;
     float* den = single_pass_smem + lay.den;
     const int warp = int(threadIdx.x) / 32, warps = warps_c, lane = int(threadIdx.x) % 32;
-    float* stage = single_pass_smem + lay.stage + warp * lay.ldx;
+    float* stage = single_pass_smem + lay.stage + warp * single_pass_stage_rows * lay.ldx;
     const int ct_n = cw / 16, ft_n = F / 16;
     const index_t groups = job.groups(), nc = job.chunks();
     for (index_t bj = blockIdx.x; bj < job.jobs(); bj += gridDim.x) {
         const index_t p = bj / groups, c0 = (bj % groups) * cw;
+        const auto hr = job.head(p);
         for (int e = int(threadIdx.x); e < F * lay.ldc; e += int(blockDim.x)) S[e] = 0.0f;
         for (int e = int(threadIdx.x); e < F; e += int(blockDim.x)) z[e] = 0.0f;
         __syncthreads();
         for (index_t b = 0; b < nc; ++b) {
             const index_t t0 = b * C;
-            // 1. The chunk's rows.
-            for (int i = warp; i < C; i += warps) {
-                job.features(p, t0 + i, false, stage, phq + i * lay.ldf);
-                job.features(p, t0 + i, true, stage, phk + i * lay.ldf);
-                job.values(p, t0 + i, c0, vt + i * lay.ldc);
+            // 1. The chunk's rows: warp w takes rows w, w + warps, …, gathered a batch at a
+            //    time (one wait for memory per batch), then activated one by one.
+            for (int side = 0; side < 2; ++side) {
+                float* tile = side == 0 ? phq : phk;
+                for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows) {
+                    const int n =
+                        rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows;
+                    job.gather(hr, t0 + warp + r0 * warps, warps, n, side == 1, stage, lay.ldx);
+                    __syncwarp();
+                    for (int r = 0; r < n; ++r) {
+                        const int i = warp + (r0 + r) * warps;
+                        job.activate(hr, t0 + i, side == 1, stage + r * lay.ldx, tile + i * lay.ldf);
+                    }
+                }
+            }
+            for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows) {
+                const int n = rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows;
+                const int i = warp + r0 * warps;
+                job.values(hr, t0 + i, warps, n, c0, vt + i * lay.ldc, warps * lay.ldc);
             }
             __syncthreads();
             // 2. Scores, one 16 × 16 tile per job; then the mask and the denominators.
@@ -167,7 +186,7 @@ __global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_ker
                                         wmma::mem_row_major);
             }
             __syncthreads();
-            for (int i = warp; i < C; i += warps) job.emit(p, t0 + i, c0, phq + i * lay.ldc, den[i]);
+            for (int i = warp; i < C; i += warps) job.emit(hr, t0 + i, c0, phq + i * lay.ldc, den[i]);
             // 4. The state: S += Φ_Kᵀ·V per 16 × 16 tile of S, z += Φ_K's column sums.
             for (int t = warp; t < ft_n * ct_n; t += warps) {
                 const int ft = t / ct_n, ct = t % ct_n;

@@ -11,9 +11,9 @@
 // neither φ nor a state goes through device memory: the call reads q, k and v and writes
 // out, and needs no scratch. Every group of a head recomputes φ, the scores and z (the
 // price of more blocks than heads). This header holds the row work of that kernel,
-// written for the system's row-ops policy: φ of a row with the maps' row functions (the
-// same calls as activate_rows, so φ has the multi-pass path's bits), a row of values, a
-// row of output. The kernel: backends/causal_single_pass.cuh.
+// written for the system's row-ops policy: rows of inputs and of values gathered a few at a
+// time, φ of a row with the maps' row functions (the same calls as activate_rows, so φ has
+// the multi-pass path's bits), a row of output. The kernel: backends/causal_single_pass.cuh.
 #pragma once
 
 #include "../../core/config.hpp"
@@ -42,40 +42,69 @@ struct single_pass_job {
     /// Chunks per head (the last one may be partial).
     KATTN_HD index_t chunks() const { return (g.Lq + chunk - 1) / chunk; }
 
-    /// φ of token l of problem p (keys: of k, zero beyond the valid keys; queries: of q,
-    /// zero beyond Lq) into dst (F elements): the scaled row gathered into stage (d
-    /// elements, the caller's), then the map's activate with u = x, as activate_rows does.
-    KATTN_HD void features(index_t p, index_t l, bool keys, W* stage, W* dst) const {
+    /// Rows a call of gather or values takes at once (their loads are all issued before
+    /// any is stored, so a warp waits for memory once per batch, not once per row).
+    static constexpr int batch = 4;
+
+    /// What the rows of problem p share, worked out once per thread block: its batch entry
+    /// and head, and its valid keys.
+    struct head_rows {
+        index_t b, h, nk;
+    };
+    KATTN_HD head_rows head(index_t p) const { return {p / g.heads, p % g.heads, g.keys(p)}; }
+    /// Whether token l has features (keys: one of the valid keys).
+    KATTN_HD bool valid(const head_rows& hr, index_t l, bool keys) const { return l < g.Lq && (!keys || l < hr.nk); }
+
+    /// The scaled input rows of tokens l0, l0 + step, … (n ≤ batch of them; keys: of k,
+    /// queries: of q) into stage rows ld apart (d elements each; zero for rows without
+    /// features). No sync: the caller syncs before reading them.
+    KATTN_HD void gather(const head_rows& hr, index_t l0, index_t step, int n, bool keys, W* stage, index_t ld) const {
         const auto& x = keys ? k : q;
-        const bool valid = l < g.Lq && (!keys || l < g.keys(p));
-        if (!valid) {
-            for (index_t f = Ops::lane(); f < g.F; f += Ops::lanes) dst[f] = W(0);
-            Ops::sync();
-            return;
+        const T* src[batch];
+        for (int r = 0; r < batch; ++r) {
+            const index_t l = l0 + r * step;
+            src[r] = r < n && valid(hr, l, keys) ? x.row(hr.b, hr.h, l) : nullptr;
         }
-        const T* src = x.row(p / g.heads, p % g.heads, l);
-        for (index_t c = Ops::lane(); c < g.d; c += Ops::lanes) stage[c] = scale * static_cast<W>(src[c]);
-        Ops::sync();
-        Map::template activate<Ops>(s.params, g.d, g.m, stage, stage, s.bias, W(0), dst);
+        for (index_t c = Ops::lane(); c < g.d; c += Ops::lanes) {
+            W val[batch];
+            for (int r = 0; r < batch; ++r) val[r] = src[r] ? scale * static_cast<W>(src[r][c]) : W(0);
+            for (int r = 0; r < n; ++r) stage[r * ld + c] = val[r];
+        }
+    }
+
+    /// φ of token l from its gathered row x (gather, then a sync) into dst (F
+    /// elements): the map's activate with u = x, as activate_rows does; zero for a row
+    /// without features.
+    KATTN_HD void activate(const head_rows& hr, index_t l, bool keys, const W* x, W* dst) const {
+        if (!valid(hr, l, keys)) {
+            for (index_t f = Ops::lane(); f < g.F; f += Ops::lanes) dst[f] = W(0);
+        } else {
+            Map::template activate<Ops>(s.params, g.d, g.m, x, x, s.bias, W(0), dst);
+        }
         Ops::sync();
     }
 
-    /// Columns [c0, c0 + cw) of value row j of problem p into dst: zero beyond dv and for
-    /// keys that do not exist.
-    KATTN_HD void values(index_t p, index_t j, index_t c0, W* dst) const {
-        const bool valid = j < g.Lq && j < g.keys(p);
-        const T* src = valid ? v.row(p / g.heads, p % g.heads, j) : nullptr;
-        for (index_t c = Ops::lane(); c < cw; c += Ops::lanes)
-            dst[c] = valid && c0 + c < g.dv ? static_cast<W>(src[c0 + c]) : W(0);
-        Ops::sync();
+    /// Columns [c0, c0 + cw) of the value rows of tokens j0, j0 + step, … (n ≤ batch) into
+    /// dst rows ld apart: zero beyond dv and for keys that do not exist. No sync.
+    KATTN_HD void values(const head_rows& hr, index_t j0, index_t step, int n, index_t c0, W* dst, index_t ld) const {
+        const T* src[batch];
+        for (int r = 0; r < batch; ++r) {
+            const index_t j = j0 + r * step;
+            src[r] = r < n && valid(hr, j, true) ? v.row(hr.b, hr.h, j) : nullptr;
+        }
+        for (index_t c = Ops::lane(); c < cw; c += Ops::lanes) {
+            W val[batch];
+            for (int r = 0; r < batch; ++r) val[r] = src[r] && c0 + c < g.dv ? static_cast<W>(src[r][c0 + c]) : W(0);
+            for (int r = 0; r < n; ++r) dst[r * ld + c] = val[r];
+        }
     }
 
-    /// Output row i of problem p, columns [c0, min(c0 + cw, dv)): numerator o / guard(den).
-    KATTN_HD void emit(index_t p, index_t i, index_t c0, const W* o, W den) const {
+    /// Output row i, columns [c0, min(c0 + cw, dv)): numerator o / guard(den).
+    KATTN_HD void emit(const head_rows& hr, index_t i, index_t c0, const W* o, W den) const {
         if (i >= g.Lq) return;
         bool clamped = false;
         const W dg = guard_denominator<Map::is_positive>(den, eps, clamped);
-        T* dst = out.row(p / g.heads, p % g.heads, i);
+        T* dst = out.row(hr.b, hr.h, i);
         const index_t n = g.dv - c0 < cw ? g.dv - c0 : cw;
         for (index_t c = Ops::lane(); c < n; c += Ops::lanes) dst[c0 + c] = static_cast<T>(o[c] / dg);
     }
