@@ -277,7 +277,8 @@ void forward(const System& sys, const spectral<Map, W>& sp, const geometry& g, c
              const backends::strided_view<const T>& k, const backends::strided_view<const T>& v,
              const backends::strided_view<T>& out, W scale, W eps) {
     if (g.problems == 0 || g.Lq == 0) return;
-    if constexpr (!Map::has_stabiliser) {
+    if constexpr (!Map::has_stabiliser &&
+                  requires { sys.template single_pass_columns<W>(g.problems, g.d, g.F, g.dv); }) {
         if (const index_t cw = single_pass_columns<Map, W>(sys, sp, g); cw > 0) {
             sys.launch_causal_single_pass(
                 single_pass_job<Map, T, W, system_row_ops<System>>{g, sp, q, k, v, out, scale, eps, cw});
