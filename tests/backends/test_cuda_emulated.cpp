@@ -141,7 +141,9 @@ struct emulated_gpu_system : backends::host_system {
     }
     template <class Job>
     void launch_causal_single_pass(const Job& job) const {
-        if constexpr (std::is_same_v<typename Job::work, float>) {
+        if constexpr (!std::is_same_v<typename Job::work, float>) {
+            throw kattn::error("emulated_gpu_system: launch_causal_single_pass: float work only (single_pass_columns)");
+        } else {
             ++single_pass_launches;
             cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::causal_single_pass_kernel(job); });
         }
