@@ -41,6 +41,7 @@
 // path first).
 #define __CUDA_ARCH__ 800
 #include <kattn/backends/causal_single_pass.cuh>
+#include <kattn/backends/causal_single_pass_grads.cuh>
 #include <kattn/backends/chunk_outputs.cuh>
 #include <kattn/backends/chunk_states.cuh>
 #include <kattn/backends/projected_rows.cuh>
@@ -53,6 +54,7 @@ alignas(128) float output_smem[1 << 15];
 alignas(128) float projected_smem[1 << 15];
 alignas(128) float states_smem[states_shared_bytes / sizeof(float)];
 alignas(128) float single_pass_smem[1 << 15];
+alignas(128) float single_pass_grads_smem[1 << 15];
 }  // namespace kattn::detail
 
 namespace {
@@ -65,7 +67,8 @@ struct emulated_gpu_system : backends::host_system {
     using row_ops = detail::warp_ops;
     bool fused_features = true;
     bool single_pass = false;  ///< as cuda_system's: off unless asked for
-    static inline int output_launches = 0, projected_launches = 0, states_launches = 0, single_pass_launches = 0;
+    static inline int output_launches = 0, projected_launches = 0, states_launches = 0, single_pass_launches = 0,
+                      grads_launches = 0;
     /// The multiprocessors that cuda_system's choice of the single pass's width counts on.
     static constexpr index_t sms = 2;
 
@@ -146,6 +149,21 @@ struct emulated_gpu_system : backends::host_system {
         } else {
             ++single_pass_launches;
             cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::causal_single_pass_kernel(job); });
+        }
+    }
+    template <class W>
+    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t dv1) const {
+        if (!std::is_same_v<W, float> || !single_pass || float_math == backends::float_gemm::fp32) return 0;
+        return detail::single_pass_grads_width(problems, d, F, dv1, sms, sizeof detail::single_pass_grads_smem);
+    }
+    template <class Job>
+    void launch_single_pass_grads(const Job& job) const {
+        if constexpr (!std::is_same_v<typename Job::work, float>) {
+            throw kattn::error("emulated_gpu_system: launch_single_pass_grads: float work only");
+        } else {
+            ++grads_launches;
+            cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::single_pass_dq_kernel(job); });
+            cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::single_pass_dkv_kernel(job); });
         }
     }
 };
@@ -292,9 +310,11 @@ TEST_CASE_TEMPLATE("CUDA kernels under emulation: the causal forward in one pass
     // multi-pass path and the reference as the independent answers.
     using sp = backends::chunked<single_pass_system>;
     cuda_emulation::faults() = 0;
-    int launches = emulated_gpu_system::single_pass_launches;
+    int launches = emulated_gpu_system::single_pass_launches, grads = emulated_gpu_system::grads_launches;
     const auto s = kt::run_identity_case<Map, float, sp>(2, 1, 150, true, true, false, 16);
-    CHECK(emulated_gpu_system::single_pass_launches == launches + 1);  // the forward (the backward recomputes)
+    // The forward, and the backward's: its recomputation and its two walks.
+    CHECK(emulated_gpu_system::single_pass_launches == launches + 2);
+    CHECK(emulated_gpu_system::grads_launches == grads + 1);
     CHECK(cuda_emulation::faults() == 0);
     const auto r = kt::run_identity_case<Map, float, backends::reference>(2, 1, 150, true, true, false, 16);
     kt::check_close(s, r, 150, tol, grad_tol<Map>);
@@ -318,8 +338,19 @@ TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths
     CHECK(detail::single_pass_width(8, 16, 16, 200, 2, 1 << 20) == 128);
     CHECK(detail::single_pass_width(8, 16, 24, 64, 2, 1 << 20) == 0);  // F not a multiple of 16
     CHECK(detail::single_pass_width(8, 16, 16, 64, 2, detail::single_pass_shared_bytes(16, 16, 32)) == 32);
-    for (const index_t dv : {40, 16}) {
+    // The backward's groups of ñ's and v''s dv + 1 columns: as even as they come, more of
+    // them until the blocks fill the device twice; FLA's shape on 132 multiprocessors with
+    // 227 KiB per block: 3 groups of 48 (129 columns).
+    CHECK(detail::single_pass_grads_width(2, 16, 16, 41, 2, 1 << 20) == 32);
+    CHECK(detail::single_pass_grads_width(2, 16, 16, 33, 2, 1 << 20) == 32);  // the ones column alone
+    CHECK(detail::single_pass_grads_width(4, 16, 16, 17, 2, 1 << 20) == 32);
+    CHECK(detail::single_pass_grads_width(1, 16, 16, 9, 2, 1 << 20) == 0);  // one block
+    CHECK(detail::single_pass_grads_width(96, 128, 128, 129, 132, 227 << 10) == 48);
+    CHECK(detail::single_pass_grads_width(96, 128, 128, 129, 132,
+                                          detail::single_pass_grads_shared_bytes(128, 128, 32, true)) == 32);
+    for (const index_t dv : {40, 16, 32}) {
         const index_t H = dv == 16 ? 4 : 2;
+        const std::size_t sd = std::size_t(dv);
         for (const index_t L : {64, 65, 300}) {
             for (const bool padded : {false, true}) {
                 INFO("dv=", dv, " L=", L, " padded=", padded);
@@ -334,9 +365,19 @@ TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths
                 const key_lengths kl(lens);
                 cuda_emulation::faults() = 0;
                 const int launches = emulated_gpu_system::single_pass_launches;
+                const int grads = emulated_gpu_system::grads_launches;
                 const auto o = as(q, k, v, kattn::causal, kl);
                 CHECK(emulated_gpu_system::single_pass_launches == launches + 1);
                 CHECK(kt::rel_err(o, ar(q, k, v, kattn::causal, kl)) < tol);
+                // The backward's walks in the same groups (dv + 1 columns: for dv = 32 the
+                // second group holds the ones column alone).
+                const auto G = kt::randn<float, 4>({1, sh, sl, sd}, 4);
+                const auto gs = as.backward(q, k, v, G, kattn::causal, kl);
+                const auto gr = ar.backward(q, k, v, G, kattn::causal, kl);
+                CHECK(emulated_gpu_system::grads_launches == grads + 1);
+                CHECK(kt::rel_err(gs.dq, gr.dq) < tol);
+                CHECK(kt::rel_err(gs.dk, gr.dk) < tol);
+                CHECK(kt::rel_err(gs.dv, gr.dv) < tol);
                 CHECK(cuda_emulation::faults() == 0);
             }
         }

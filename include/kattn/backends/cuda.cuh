@@ -32,6 +32,7 @@
 
 #include "../core/error.hpp"
 #include "causal_single_pass.cuh"
+#include "causal_single_pass_grads.cuh"
 #include "chunk_outputs.cuh"
 #include "chunk_states.cuh"
 #include "chunked.hpp"
@@ -366,6 +367,46 @@ struct cuda_system {
             if (blocks <= 0) return;
             kernel<<<unsigned(blocks), detail::single_pass_threads, bytes, stream>>>(job);
             detail::cuda_check(cudaGetLastError(), "kernel launch");
+        }
+    }
+
+    /// The columns of ñ and v' per thread block of launch_single_pass_grads for this
+    /// backward call (dv1 = dv + 1), or 0 where the walks do not run: as single_pass_columns,
+    /// with detail::single_pass_grads_width.
+    template <class W>
+    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t dv1) const {
+        if constexpr (!std::is_same_v<W, float>) {
+            return 0;
+        } else {
+            if (!single_pass || float_math == float_gemm::fp32) return 0;
+            const auto lim = detail::device_limits();
+            if (lim.major < 8) return 0;
+            return detail::single_pass_grads_width(problems, d, F, dv1, lim.sms, std::size_t(lim.shared_optin));
+        }
+    }
+
+    /// The causal backward's two walks over the chunks (chunked_impl::single_pass_grads_job;
+    /// backends/causal_single_pass_grads.cuh), in stream order. Call only with the width
+    /// single_pass_grads_columns gave.
+    template <class Job>
+    void launch_single_pass_grads(const Job& job) const {
+        if constexpr (!std::is_same_v<typename Job::work, float>) {
+            throw kattn::error("kattn: CUDA backend: launch_single_pass_grads: float work only "
+                               "(single_pass_grads_columns)");
+        } else {
+            const index_t blocks = std::min<index_t>(job.jobs(), index_t(1) << 20);
+            if (blocks <= 0) return;
+            const auto run = [&](auto kernel, bool keys) {
+                const std::size_t bytes = detail::single_pass_grads_shared_bytes(job.g().d, job.g().F, job.cw, keys);
+                if (bytes > 48 * 1024)
+                    detail::cuda_check(
+                        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+                        "cudaFuncSetAttribute");
+                kernel<<<unsigned(blocks), detail::single_pass_threads, bytes, stream>>>(job);
+                detail::cuda_check(cudaGetLastError(), "kernel launch");
+            };
+            run(detail::single_pass_dq_kernel<Job>, false);
+            run(detail::single_pass_dkv_kernel<Job>, true);
         }
     }
 

@@ -16,6 +16,7 @@
 #include "forward.hpp"
 #include "kernels.hpp"
 #include "scans.hpp"
+#include "single_pass_grads.hpp"
 
 namespace kattn::detail::chunked_impl {
 
@@ -120,8 +121,10 @@ struct vjp_rows {
     W* dB;    ///< block rows × m, or nullptr
     W* work;  ///< block rows × Map::workspace(m)
     index_t first = 0;
+    index_t phi_first = 0;  ///< the row that phi, shift (nullptr: 0) and dphi start at
     KATTN_HD void operator()(index_t i) const {
         const index_t r = first + i, p = r / Lp, tok = g.token(r % Lp, L), ws = Map::workspace(g.m);
+        const index_t rf = r - phi_first;
         W* du = dU + i * g.P;
         W* dx = dX + i * g.d;
         W* db = dB ? dB + i * g.m : nullptr;
@@ -133,8 +136,8 @@ struct vjp_rows {
         for (index_t c = Ops::lane(); c < ws; c += Ops::lanes) wk[c] = W(0);
         Ops::sync();
         if (tok < 0 || (keys && tok >= g.keys(p))) return;
-        Map::template activate_vjp<Ops>(s.params, g.d, g.m, X + i * g.d, U + i * g.P, s.bias, shift[r], phi + r * g.F,
-                                        dphi + r * g.F, du, dx, db, wk);
+        Map::template activate_vjp<Ops>(s.params, g.d, g.m, X + i * g.d, U + i * g.P, s.bias, shift ? shift[rf] : W(0),
+                                        phi + rf * g.F, dphi + rf * g.F, du, dx, db, wk);
     }
 };
 
@@ -181,6 +184,127 @@ struct gradient_views {
     W* d_bias = nullptr;
 };
 
+/// Where the row VJPs of a row block read φ, the shifts (nullptr: 0) and dφ: rows from
+/// phi_first on.
+template <class W>
+struct vjp_features {
+    const W* phi;
+    const W* shift;
+    const W* dphi;
+    index_t phi_first;
+};
+
+/// The maps' VJPs per row block (X and U recomputed as in the forward), dx += du·Ωᵀ, and
+/// dΩ += Xᵀ·dU, db += 1ᵀ·dB accumulated block by block in the order the sides run. With
+/// Ω = I, U is X and dx += du.
+template <class Map, class W, class System, class T>
+struct vjp_stage {
+    using buffer = typename System::template buffer<W>;
+    const System& sys;
+    const spectral<Map, W>& sp;
+    const geometry& g;
+    const gradient_views<T, W>& out;
+    W scale;
+    index_t m, blk;
+    bool want_bias, first_block = true;
+    buffer X, U, dU, dB, dX, work, ones;
+
+    vjp_stage(const System& s, const spectral<Map, W>& spec, const geometry& gg, const gradient_views<T, W>& o,
+              W sc, index_t rows)
+        : sys(s), sp(spec), g(gg), out(o), scale(sc), m(Map::uses_bias ? gg.m : 0), blk(std::min(rows, row_block)),
+          want_bias(o.d_bias && m > 0), X(s.template make_buffer<W>(blk * gg.d)),
+          U(s.template make_buffer<W>(spec.identity ? 0 : blk * gg.P)), dU(s.template make_buffer<W>(blk * gg.P)),
+          dB(s.template make_buffer<W>(blk * m)), dX(s.template make_buffer<W>(blk * gg.d)),
+          work(s.template make_buffer<W>(blk * Map::workspace(gg.m))),
+          ones(s.template make_buffer<W>(want_bias ? blk : 0)) {
+        if (want_bias) sys.launch(blk, fill_value<W>{ones.data(), W(1)});
+    }
+
+    /// One side's rows (x: queries or keys, into dst); features(r0, rows, X) gives the row
+    /// block's vjp_features once X holds its scaled inputs.
+    template <class Features>
+    void run(const backends::strided_view<const T>& x, index_t Lp, index_t L, bool keys,
+             const backends::strided_view<T>& dst, const Features& features) {
+        const index_t rows = g.problems * Lp;
+        for (index_t r0 = 0; r0 < rows; r0 += blk) {
+            const index_t nr = std::min(blk, rows - r0);
+            detail::launch_rows(sys, nr, gather_rows<T, W, system_row_ops<System>>{g, x, Lp, scale, X.data(), r0});
+            if (!sp.identity) project_rows(sys, sp, g, X.data(), U.data(), nr);
+            const vjp_features<W> f = features(r0, nr, static_cast<const W*>(X.data()));
+            detail::launch_rows(sys, nr,
+                                vjp_rows<Map, W, system_row_ops<System>>{
+                                    sp, g, Lp, L, keys, X.data(), sp.identity ? X.data() : U.data(), f.phi, f.shift,
+                                    f.dphi, dU.data(), dX.data(), m ? dB.data() : nullptr, work.data(), r0,
+                                    f.phi_first});
+            if (sp.identity)  // dU·Iᵀ = dU
+                sys.launch(nr * g.d, add_values<W>{dU.data(), dX.data()});
+            else
+                sys.gemm(false, true, nr, g.d, g.P, dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
+                         true);
+            detail::launch_rows(sys, nr, scatter_rows<T, W, system_row_ops<System>>{g, dst, Lp, scale, dX.data(), r0});
+            if (out.d_omega)
+                sys.gemm(true, false, g.d, g.P, nr, X.data(), g.d, 0, dU.data(), g.P, 0, out.d_omega, g.P, 0,
+                         index_t(1), !first_block);
+            if (want_bias)
+                sys.gemm(false, false, 1, m, nr, ones.data(), nr, 0, dB.data(), m, 0, out.d_bias, m, 0, index_t(1),
+                         !first_block);
+            first_block = false;
+        }
+    }
+};
+
+/// The causal backward in single passes over the chunks (single_pass_grads.hpp) where the
+/// system runs them and the forward's single pass (maps without a stabiliser, Ω = I, not
+/// packed, Lq = Lk); false, having done nothing, where not.
+template <class Map, class W, class System, class T>
+bool single_pass_backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
+                          const backends::strided_view<const T>& q, const backends::strided_view<const T>& k,
+                          const backends::strided_view<const T>& v, const backends::strided_view<const T>& dout,
+                          const gradient_views<T, W>& out, W scale, W eps) {
+    if constexpr (Map::has_stabiliser ||
+                  !requires { sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv1); }) {
+        return false;
+    } else {
+        const index_t cw = single_pass_columns<Map, W>(sys, sp, g);
+        const index_t gw = cw > 0 ? sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv1) : 0;
+        if (gw == 0) return false;
+        using Ops = system_row_ops<System>;
+        const index_t qr = g.problems * g.Lqp, F = g.F;
+        // The forward again, its numerators and denominators kept; then ñ.
+        auto O = sys.template make_buffer<W>(qr * g.dv1);
+        single_pass_job<Map, T, W, Ops> fwd{g, sp, q, k, v, {}, scale, eps, cw};
+        fwd.numerators = O.data();
+        sys.launch_causal_single_pass(fwd);
+        auto Nt = sys.template make_buffer<W>(qr * g.dv1);
+        detail::launch_rows(sys, qr, single_pass_cotangents<Map, T, W, Ops>{g, eps, O.data(), dout, Nt.data()});
+        O = sys.template make_buffer<W>(0);
+        // The two walks: dV, and each column group's share of dΦ_Q and dΦ_K.
+        single_pass_grads_job<Map, T, W, Ops> job{fwd, Nt.data(), nullptr, nullptr, out.dv, gw};
+        const index_t groups = job.groups();
+        auto shares_q = sys.template make_buffer<W>(groups * qr * F);
+        auto shares_k = sys.template make_buffer<W>(groups * qr * F);
+        job.dphi_q = shares_q.data();
+        job.dphi_k = shares_k.data();
+        sys.launch_single_pass_grads(job);
+        Nt = sys.template make_buffer<W>(0);
+        // The row VJPs, φ made again from the rows and the groups' shares added.
+        vjp_stage<Map, W, System, T> st(sys, sp, g, out, scale, qr);
+        auto phi = sys.template make_buffer<W>(st.blk * F);
+        auto dphi = sys.template make_buffer<W>(st.blk * F);
+        const auto side = [&](const W* shares, index_t L, bool keys) {
+            return [&, shares, L, keys](index_t r0, index_t nr, const W* X) {
+                detail::launch_rows(sys, nr,
+                                    single_pass_vjp_inputs<Map, W, Ops>{sp, g, g.Lqp, L, keys, X, shares, groups,
+                                                                        phi.data(), dphi.data(), r0});
+                return vjp_features<W>{phi.data(), nullptr, dphi.data(), r0};
+            };
+        };
+        st.run(q, g.Lqp, g.Lq, false, out.dq, side(shares_q.data(), g.Lq, false));
+        st.run(k, g.Lkp, g.Lk, true, out.dk, side(shares_k.data(), g.Lk, true));
+        return true;
+    }
+}
+
 /// The backward pass; see the file comment. Views and geometry are checked by the caller.
 template <class Map, class W, class System, class T>
 void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
@@ -188,6 +312,7 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
               const backends::strided_view<const T>& v, const backends::strided_view<const T>& dout,
               const gradient_views<T, W>& out, W scale, W eps) {
     if (g.problems == 0) return;
+    if (single_pass_backward<Map, W>(sys, sp, g, q, k, v, dout, out, scale, eps)) return;
     forward_pass<Map, W, System> fp(sys, sp, g, q, k, v, scale);
     const index_t F = g.F, dv1 = g.dv1, n = g.problems, qr = n * g.Lqp, kr = n * g.Lkp;
     const W* phq = fp.fq.phi.data();
@@ -253,51 +378,14 @@ void backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
     // Only φ, the shifts and dφ are read from here on: the rest goes back first.
     for (auto* b : {&fp.E, &fp.Cq, &fp.V1w, &fp.V1, &fp.A, &fp.K, &Nt, &Nf, &D, &Pk})
         *b = sys.template make_buffer<W>(0);
-
-    // The maps' VJPs per row block (X and U recomputed as in the forward), dx += du·Ωᵀ,
-    // and dΩ += Xᵀ·dU, db += 1ᵀ·dB accumulated block by block: queries, then keys. With
-    // Ω = I, U is X and dx += du.
-    const index_t ws = Map::workspace(g.m), m = Map::uses_bias ? g.m : 0;
-    const bool want_bias = out.d_bias && m > 0;
-    const index_t blk = std::min(std::max(qr, kr), row_block);
-    auto X = sys.template make_buffer<W>(blk * g.d);
-    auto U = sys.template make_buffer<W>(sp.identity ? 0 : blk * g.P);
-    auto dU = sys.template make_buffer<W>(blk * g.P);
-    auto dB = sys.template make_buffer<W>(blk * m);
-    auto dX = sys.template make_buffer<W>(blk * g.d);
-    auto work = sys.template make_buffer<W>(blk * ws);
-    auto ones = sys.template make_buffer<W>(want_bias ? blk : 0);
-    if (want_bias) sys.launch(blk, fill_value<W>{ones.data(), W(1)});
-    bool first_block = true;
-    const auto vjp = [&](const backends::strided_view<const T>& x, const feature_block<System, W>& fb, const W* dphi,
-                         index_t Lp, index_t L, bool keys, const backends::strided_view<T>& dst) {
-        const index_t rows = n * Lp;
-        for (index_t r0 = 0; r0 < rows; r0 += blk) {
-            const index_t nr = std::min(blk, rows - r0);
-            detail::launch_rows(sys, nr, gather_rows<T, W, system_row_ops<System>>{g, x, Lp, scale, X.data(), r0});
-            if (!sp.identity) project_rows(sys, sp, g, X.data(), U.data(), nr);
-            detail::launch_rows(
-                sys, nr,
-                vjp_rows<Map, W, system_row_ops<System>>{
-                    sp, g, Lp, L, keys, X.data(), sp.identity ? X.data() : U.data(), fb.phi.data(), fb.shift.data(),
-                    dphi, dU.data(), dX.data(), m ? dB.data() : nullptr, work.data(), r0});
-            if (sp.identity)  // dU·Iᵀ = dU
-                sys.launch(nr * g.d, add_values<W>{dU.data(), dX.data()});
-            else
-                sys.gemm(false, true, nr, g.d, g.P, dU.data(), g.P, 0, sp.omega, g.P, 0, dX.data(), g.d, 0, index_t(1),
-                         true);
-            detail::launch_rows(sys, nr, scatter_rows<T, W, system_row_ops<System>>{g, dst, Lp, scale, dX.data(), r0});
-            if (out.d_omega)
-                sys.gemm(true, false, g.d, g.P, nr, X.data(), g.d, 0, dU.data(), g.P, 0, out.d_omega, g.P, 0,
-                         index_t(1), !first_block);
-            if (want_bias)
-                sys.gemm(false, false, 1, m, nr, ones.data(), nr, 0, dB.data(), m, 0, out.d_bias, m, 0, index_t(1),
-                         !first_block);
-            first_block = false;
-        }
+    vjp_stage<Map, W, System, T> st(sys, sp, g, out, scale, std::max(qr, kr));
+    const auto rows_of = [](const feature_block<System, W>& fb, const W* dphi) {
+        return [&fb, dphi](index_t, index_t, const W*) {
+            return vjp_features<W>{fb.phi.data(), fb.shift.data(), dphi, 0};
+        };
     };
-    vjp(q, fp.fq, dPhq.data(), g.Lqp, g.Lq, false, out.dq);
-    vjp(k, fp.fk, dPhk.data(), g.Lkp, g.Lk, true, out.dk);
+    st.run(q, g.Lqp, g.Lq, false, out.dq, rows_of(fp.fq, dPhq.data()));
+    st.run(k, g.Lkp, g.Lk, true, out.dk, rows_of(fp.fk, dPhk.data()));
 }
 
 }  // namespace kattn::detail::chunked_impl

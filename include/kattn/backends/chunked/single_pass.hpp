@@ -35,6 +35,9 @@ struct single_pass_job {
     backends::strided_view<T> out;
     W scale, eps;
     index_t cw = 16;  ///< value columns per block (a multiple of 16)
+    /// Where set (the backward's recomputation), the raw numerator rows go here instead of
+    /// out: problems × Lqp rows of dv1, the denominator in column dv.
+    W* numerators = nullptr;
 
     /// Column groups per head, and thread blocks' jobs: problems × groups.
     KATTN_HD index_t groups() const { return (g.dv + cw - 1) / cw; }
@@ -49,9 +52,9 @@ struct single_pass_job {
     /// What the rows of problem p share, worked out once per thread block: its batch entry
     /// and head, and its valid keys.
     struct head_rows {
-        index_t b, h, nk;
+        index_t b, h, nk, p;
     };
-    KATTN_HD head_rows head(index_t p) const { return {p / g.heads, p % g.heads, g.keys(p)}; }
+    KATTN_HD head_rows head(index_t p) const { return {p / g.heads, p % g.heads, g.keys(p), p}; }
     /// Whether token l has features (keys: one of the valid keys).
     KATTN_HD bool valid(const head_rows& hr, index_t l, bool keys) const { return l < g.Lq && (!keys || l < hr.nk); }
 
@@ -99,9 +102,17 @@ struct single_pass_job {
         }
     }
 
-    /// Output row i, columns [c0, min(c0 + cw, dv)): numerator o / guard(den).
+    /// Output row i, columns [c0, min(c0 + cw, dv)): numerator o / guard(den); or, with
+    /// numerators set, o and (group 0) den as they are.
     KATTN_HD void emit(const head_rows& hr, index_t i, index_t c0, const W* o, W den) const {
         if (i >= g.Lq) return;
+        if (numerators) {
+            W* row = numerators + (hr.p * g.Lqp + i) * g.dv1;
+            const index_t n = g.dv - c0 < cw ? g.dv - c0 : cw;
+            for (index_t c = Ops::lane(); c < n; c += Ops::lanes) row[c0 + c] = o[c];
+            if (c0 == 0 && Ops::lane() == 0) row[g.dv] = den;
+            return;
+        }
         bool clamped = false;
         const W dg = guard_denominator<Map::is_positive>(den, eps, clamped);
         T* dst = out.row(hr.b, hr.h, i);

@@ -38,6 +38,11 @@
 //                         (single_pass_job, chunked/single_pass.hpp), in groups of the
 //                         width answered (0: not for this call) (cuda_system:
 //                         backends/causal_single_pass.cuh; host_system: none).
+//   single_pass_grads_columns<W>(problems, d, F, dv1) -> index_t, launch_single_pass_grads(job)
+//                         the same calls' backward: dΦ and dV in a forward and a reverse
+//                         walk over each head's chunks (single_pass_grads_job,
+//                         chunked/single_pass_grads.hpp) (cuda_system:
+//                         backends/causal_single_pass_grads.cuh; host_system: none).
 // host_system runs everything on the calling
 // process's OpenMP threads: every output element is computed by one thread in a fixed
 // order, so results are bitwise independent of the thread count. CUDA: backends/cuda.cuh.
@@ -418,6 +423,7 @@ struct sizing_system {
     bool projected_rows = false;  ///< the sized system builds φ in one pass (float)
     bool chunk_outputs = false;   ///< the sized system makes the outputs in tiles
     index_t single_pass_cw = 0;   ///< the sized system's single_pass_columns (0: none)
+    index_t single_pass_grads_cw = 0;  ///< its single_pass_grads_columns (0: none)
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -448,6 +454,14 @@ struct sizing_system {
     }
     template <class Job>
     void launch_causal_single_pass(const Job&) const {}
+    /// As the sized system answers (the walks' buffers are then counted instead of the
+    /// multi-pass backward's).
+    template <class W>
+    index_t single_pass_grads_columns(index_t, index_t, index_t, index_t) const {
+        return single_pass_grads_cw;
+    }
+    template <class Job>
+    void launch_single_pass_grads(const Job&) const {}
     template <class T>
     sizing_mirror<T> mirror(const T* p, index_t n) const {
         return {sizing_buffer<T>(count_mirrors ? n : 0, tally), p};

@@ -1,0 +1,299 @@
+// kattn/backends/causal_single_pass_grads.cuh — the causal backward's two walks over the
+// chunks (nvcc only).
+//
+// chunked/single_pass_grads.hpp gives the formulas. Each thread block owns one head and one
+// group of cw columns of the cotangents ñ and of v' = [v, 1]; the tiles of a chunk of 64
+// tokens are built by the warps from the job's rows (a few rows' loads in flight at a
+// time), every product runs on tensor cores (WMMA m16n16k8, TF32 inputs, FP32 accumulation)
+// and every sum has one writer and a fixed order: the same bits on every run.
+//   single_pass_dq_kernel, chunks in order, S' (F × cw) on chip; per chunk:
+//     M = mask(Ñ·V'ᵀ); the group's share of dΦ_Q = Ñ·S'ᵀ + M·Φ_K; S' += Φ_Kᵀ·V'
+//   single_pass_dkv_kernel, chunks in reverse order, T (F × cw) on chip; per chunk:
+//     A = mask(Φ_QΦ_Kᵀ), M = mask(Ñ·V'ᵀ); the group's share of dΦ_K = Mᵀ·Φ_Q + V'·Tᵀ;
+//     dV's columns = Aᵀ·Ñ + Φ_K·T; T += Φ_Qᵀ·Ñ
+// The shares of dΦ go straight from the accumulators to device memory (rows of F floats);
+// dV's columns through shared memory to the job's rows. cuda_system::launch_single_pass_grads
+// runs both where single_pass_grads_width answers a width.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "../core/config.hpp"
+#include "causal_single_pass.cuh"
+#include "tf32_tiles.cuh"
+#include "warp_ops.cuh"
+
+namespace kattn::detail {
+
+/// One block's shared memory for a walk, in floats (offsets multiples of 8): keys = true for
+/// the reverse walk (Φ_Q and the scores A too), false for the forward walk.
+struct single_pass_grads_layout {
+    int ldf, ldc, lds, ldx;
+    int phq, phk, nt, vt, A, M, state, stage, total;
+    __host__ __device__ single_pass_grads_layout(int d, int F, int cw, bool keys) {
+        constexpr int C = 64, staged = single_pass_threads / 32 * single_pass_stage_rows;
+        const auto up8 = [](int n) { return (n + 7) / 8 * 8; };
+        ldf = tile_ld(F), ldc = tile_ld(cw), lds = tile_ld(C), ldx = up8(d);
+        phq = 0;
+        phk = phq + (keys ? C * ldf : 0);
+        nt = phk + C * ldf;
+        vt = nt + C * ldc;     // V', then (reverse walk) dV's columns
+        A = vt + C * ldc;      // the scores (reverse walk only)
+        M = A + (keys ? C * lds : 0);
+        state = M + C * lds;   // S' or T
+        total = state + F * ldc;
+        // The staged input rows live while the tiles are built, before A and M exist.
+        stage = staged * ldx <= (keys ? 2 : 1) * C * lds ? A : total;
+        if (stage == total) total += staged * ldx;
+    }
+};
+
+inline std::size_t single_pass_grads_shared_bytes(index_t d, index_t F, index_t cw, bool keys) {
+    return sizeof(float) * std::size_t(single_pass_grads_layout(int(d), int(F), int(cw), keys).total);
+}
+
+/// Columns of ñ and v' per block for a backward call of `problems` heads with dv1 = dv + 1,
+/// or 0 where the walks should not run: the fewest groups of at most single_pass_max_cw
+/// columns (widths in tiles of 16, as even as they come), more groups while the blocks would
+/// not fill the `sms` multiprocessors twice, narrower while the reverse walk's tiles exceed
+/// `shared_limit` bytes; 0 when fewer blocks than multiprocessors remain.
+inline index_t single_pass_grads_width(index_t problems, index_t d, index_t F, index_t dv1, index_t sms,
+                                       std::size_t shared_limit) {
+    if (problems <= 0 || dv1 <= 0) return 0;
+    const auto width = [&](index_t groups) { return ((dv1 + groups - 1) / groups + 15) / 16 * 16; };
+    index_t groups = (dv1 + single_pass_max_cw - 1) / single_pass_max_cw;
+    while (width(groups) > 16 && problems * groups < 2 * sms) ++groups;
+    index_t cw = width(groups);
+    while (cw > 0 && (!single_pass_shape(d, F, cw) || single_pass_grads_shared_bytes(d, F, cw, true) > shared_limit))
+        cw -= 16;
+    return cw > 0 && problems * ((dv1 + cw - 1) / cw) >= sms ? cw : 0;
+}
+
+namespace single_pass_detail {
+
+/// Step 1 of both walks: the chunk's tiles from the job's rows. Warp w takes rows w,
+/// w + warps, …, a batch at a time. Φ_Q only when phq is set.
+template <class Job>
+__device__ void build_tiles(const Job& job, const typename Job::head_rows& hr, index_t t0, index_t c0,
+                            const single_pass_grads_layout& lay, float* phq, float* phk, float* nt, float* vt,
+                            float* stage) {
+    constexpr int warps = single_pass_threads / 32, rows_per_warp = 64 / warps;
+    const int warp = int(threadIdx.x) / 32;
+    for (int side = phq ? 0 : 1; side < 2; ++side) {
+        float* tile = side == 0 ? phq : phk;
+        for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows) {
+            const int n = rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows;
+            job.rows.gather(hr, t0 + warp + r0 * warps, warps, n, side == 1, stage, lay.ldx);
+            __syncwarp();
+            for (int r = 0; r < n; ++r) {
+                const int i = warp + (r0 + r) * warps;
+                job.rows.activate(hr, t0 + i, side == 1, stage + r * lay.ldx, tile + i * lay.ldf);
+            }
+        }
+    }
+    for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows) {
+        const int n = rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows;
+        const int i = warp + r0 * warps;
+        job.cotangents(hr, t0 + i, warps, n, c0, nt + i * lay.ldc, warps * lay.ldc);
+        job.values(hr, t0 + i, warps, n, c0, vt + i * lay.ldc, warps * lay.ldc);
+    }
+}
+
+/// M = Ñ·V'ᵀ (and, with phq set, A = Φ_QΦ_Kᵀ), both masked to j ≤ i. Ends synced.
+__device__ inline void scores(const single_pass_grads_layout& lay, int F, int cw, const float* phq,
+                              const float* phk, const float* nt, const float* vt, float* A, float* M) {
+    namespace wmma = nvcuda::wmma;
+    constexpr int C = 64, RT = C / 16, warps = single_pass_threads / 32;
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+    const int jobs = (phq ? 2 : 1) * RT * RT;
+    for (int t = warp; t < jobs; t += warps) {
+        const bool m = t < RT * RT;
+        const int rt = (t % (RT * RT)) / RT, kt = t % RT;
+        f32_acc acc;
+        wmma::fill_fragment(acc, 0.0f);
+        const float* a = m ? nt + rt * 16 * lay.ldc : phq + rt * 16 * lay.ldf;
+        const float* b = m ? vt + kt * 16 * lay.ldc : phk + kt * 16 * lay.ldf;
+        const int ld = m ? lay.ldc : lay.ldf;
+        for (int c = 0; c < (m ? cw : F); c += 8) {
+            tf32_a fa;
+            tf32_bt fb;
+            load_tf32(fa, a + c, ld);
+            load_tf32(fb, b + c, ld);
+            wmma::mma_sync(acc, fa, fb, acc);
+        }
+        wmma::store_matrix_sync((m ? M : A) + rt * 16 * lay.lds + kt * 16, acc, unsigned(lay.lds),
+                                wmma::mem_row_major);
+    }
+    __syncthreads();
+    for (int i = warp; i < C; i += warps)
+        for (int j = lane; j < C; j += 32)
+            if (j > i) {
+                M[i * lay.lds + j] = 0.0f;
+                if (phq) A[i * lay.lds + j] = 0.0f;
+            }
+    __syncthreads();
+}
+
+/// state += Xᵀ·Y for the chunk's tiles X (64 × F, ld ldf) and Y (64 × cw, ld ldc), each
+/// warp loading its 16 × 16 state tiles as accumulators. No sync.
+__device__ inline void add_state(const single_pass_grads_layout& lay, int F, int cw, const float* X,
+                                 const float* Y, float* state) {
+    namespace wmma = nvcuda::wmma;
+    constexpr int C = 64, warps = single_pass_threads / 32;
+    const int warp = int(threadIdx.x) / 32, ct_n = cw / 16, ft_n = F / 16;
+    for (int t = warp; t < ft_n * ct_n; t += warps) {
+        const int ft = t / ct_n, ct = t % ct_n;
+        f32_acc acc;
+        wmma::load_matrix_sync(acc, state + ft * 16 * lay.ldc + ct * 16, unsigned(lay.ldc), wmma::mem_row_major);
+        for (int j = 0; j < C; j += 8) {
+            tf32_at fa;
+            tf32_b fb;
+            load_tf32(fa, X + j * lay.ldf + ft * 16, lay.ldf);
+            load_tf32(fb, Y + j * lay.ldc + ct * 16, lay.ldc);
+            wmma::mma_sync(acc, fa, fb, acc);
+        }
+        wmma::store_matrix_sync(state + ft * 16 * lay.ldc + ct * 16, acc, unsigned(lay.ldc), wmma::mem_row_major);
+    }
+}
+
+}  // namespace single_pass_detail
+
+/// The forward walk: each group's share of dΦ_Q (see the file comment).
+template <class Job>
+__global__ void __launch_bounds__(single_pass_threads, 2) single_pass_dq_kernel(Job job) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    namespace wmma = nvcuda::wmma;
+    namespace sd = single_pass_detail;
+    constexpr int C = 64, RT = C / 16, warps = single_pass_threads / 32;
+    extern __shared__ __align__(128) float single_pass_grads_smem[];
+    const int F = int(job.g().F), cw = int(job.cw), ft_n = F / 16;
+    const single_pass_grads_layout lay(int(job.g().d), F, cw, false);
+    float* sm = single_pass_grads_smem;
+    float *phk = sm + lay.phk, *nt = sm + lay.nt, *vt = sm + lay.vt, *M = sm + lay.M, *S = sm + lay.state;
+    const int warp = int(threadIdx.x) / 32;
+    float* stage = sm + lay.stage + warp * single_pass_stage_rows * lay.ldx;
+    const index_t groups = job.groups(), nc = job.chunks();
+    for (index_t bj = blockIdx.x; bj < job.jobs(); bj += gridDim.x) {
+        const index_t p = bj / groups, grp = bj % groups, c0 = grp * cw;
+        const auto hr = job.head(p);
+        for (int e = int(threadIdx.x); e < F * lay.ldc; e += int(blockDim.x)) S[e] = 0.0f;
+        __syncthreads();
+        for (index_t b = 0; b < nc; ++b) {
+            const index_t t0 = b * C;
+            sd::build_tiles(job, hr, t0, c0, lay, nullptr, phk, nt, vt, stage);
+            __syncthreads();
+            sd::scores(lay, F, cw, nullptr, phk, nt, vt, nullptr, M);
+            for (int t = warp; t < RT * ft_n; t += warps) {
+                const int rt = t / ft_n, ft = t % ft_n;
+                f32_acc acc;
+                wmma::fill_fragment(acc, 0.0f);
+                for (int c = 0; c < cw; c += 8) {  // Ñ·S'ᵀ
+                    tf32_a fa;
+                    tf32_bt fb;
+                    load_tf32(fa, nt + rt * 16 * lay.ldc + c, lay.ldc);
+                    load_tf32(fb, S + ft * 16 * lay.ldc + c, lay.ldc);
+                    wmma::mma_sync(acc, fa, fb, acc);
+                }
+                mma_tf32_rows(acc, M + rt * 16 * lay.lds, lay.lds, phk + ft * 16, lay.ldf, C);
+                wmma::store_matrix_sync(job.share(false, grp, p, t0 + rt * 16) + ft * 16, acc, unsigned(F),
+                                        wmma::mem_row_major);
+            }
+            __syncthreads();
+            sd::add_state(lay, F, cw, phk, vt, S);
+            __syncthreads();
+        }
+    }
+#else
+    (void)job;
+#endif
+}
+
+/// The reverse walk: each group's share of dΦ_K and dV's columns (see the file comment).
+template <class Job>
+__global__ void __launch_bounds__(single_pass_threads, 1) single_pass_dkv_kernel(Job job) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    namespace wmma = nvcuda::wmma;
+    namespace sd = single_pass_detail;
+    constexpr int C = 64, RT = C / 16, warps_c = single_pass_threads / 32;
+    constexpr int max_jobs = RT * (single_pass_max_cw / 16) / warps_c;
+    extern __shared__ __align__(128) float single_pass_grads_smem[];
+    const int F = int(job.g().F), cw = int(job.cw), ft_n = F / 16, ct_n = cw / 16;
+    const single_pass_grads_layout lay(int(job.g().d), F, cw, true);
+    float* sm = single_pass_grads_smem;
+    float *phq = sm + lay.phq, *phk = sm + lay.phk, *nt = sm + lay.nt, *vt = sm + lay.vt;
+    float *A = sm + lay.A, *M = sm + lay.M, *T = sm + lay.state;
+    const int warp = int(threadIdx.x) / 32, warps = warps_c;
+    float* stage = sm + lay.stage + warp * single_pass_stage_rows * lay.ldx;
+    const index_t groups = job.groups(), nc = job.chunks();
+    for (index_t bj = blockIdx.x; bj < job.jobs(); bj += gridDim.x) {
+        const index_t p = bj / groups, grp = bj % groups, c0 = grp * cw;
+        const auto hr = job.head(p);
+        for (int e = int(threadIdx.x); e < F * lay.ldc; e += int(blockDim.x)) T[e] = 0.0f;
+        __syncthreads();
+        for (index_t b = nc - 1; b >= 0; --b) {
+            const index_t t0 = b * C;
+            sd::build_tiles(job, hr, t0, c0, lay, phq, phk, nt, vt, stage);
+            __syncthreads();
+            sd::scores(lay, F, cw, phq, phk, nt, vt, A, M);
+            // The group's share of dΦ_K = Mᵀ·Φ_Q + V'·Tᵀ, straight to device memory.
+            for (int t = warp; t < RT * ft_n; t += warps) {
+                const int jt = t / ft_n, ft = t % ft_n;
+                f32_acc acc;
+                wmma::fill_fragment(acc, 0.0f);
+                for (int i = 0; i < C; i += 8) {
+                    tf32_at fa;
+                    tf32_b fb;
+                    load_tf32(fa, M + i * lay.lds + jt * 16, lay.lds);
+                    load_tf32(fb, phq + i * lay.ldf + ft * 16, lay.ldf);
+                    wmma::mma_sync(acc, fa, fb, acc);
+                }
+                for (int c = 0; c < cw; c += 8) {
+                    tf32_a fa;
+                    tf32_bt fb;
+                    load_tf32(fa, vt + jt * 16 * lay.ldc + c, lay.ldc);
+                    load_tf32(fb, T + ft * 16 * lay.ldc + c, lay.ldc);
+                    wmma::mma_sync(acc, fa, fb, acc);
+                }
+                wmma::store_matrix_sync(job.share(true, grp, p, t0 + jt * 16) + ft * 16, acc, unsigned(F),
+                                        wmma::mem_row_major);
+            }
+            // dV's columns = Aᵀ·Ñ + Φ_K·T, kept in registers until every warp is done with V'.
+            f32_acc dvt[max_jobs];
+#pragma unroll
+            for (int u = 0; u < max_jobs; ++u) {
+                const int t = warp + u * warps_c;
+                if (t >= RT * ct_n) break;
+                const int jt = t / ct_n, ct = t % ct_n;
+                wmma::fill_fragment(dvt[u], 0.0f);
+                for (int i = 0; i < C; i += 8) {
+                    tf32_at fa;
+                    tf32_b fb;
+                    load_tf32(fa, A + i * lay.lds + jt * 16, lay.lds);
+                    load_tf32(fb, nt + i * lay.ldc + ct * 16, lay.ldc);
+                    wmma::mma_sync(dvt[u], fa, fb, dvt[u]);
+                }
+                mma_tf32_rows(dvt[u], phk + jt * 16 * lay.ldf, lay.ldf, T + ct * 16, lay.ldc, F);
+            }
+            __syncthreads();
+#pragma unroll
+            for (int u = 0; u < max_jobs; ++u) {
+                const int t = warp + u * warps_c;
+                if (t >= RT * ct_n) break;
+                const int jt = t / ct_n, ct = t % ct_n;
+                wmma::store_matrix_sync(vt + jt * 16 * lay.ldc + ct * 16, dvt[u], unsigned(lay.ldc),
+                                        wmma::mem_row_major);
+            }
+            sd::add_state(lay, F, cw, phq, nt, T);  // T is not read again in this chunk
+            __syncthreads();
+            for (int j = warp; j < C; j += warps) job.emit_values(hr, t0 + j, c0, vt + j * lay.ldc);
+            __syncthreads();
+        }
+    }
+#else
+    (void)job;
+#endif
+}
+
+}  // namespace kattn::detail
