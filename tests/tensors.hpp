@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include <xtensor/xtensor.hpp>
 
@@ -24,14 +25,17 @@ xt::xtensor<T, R> randn(const std::array<std::size_t, R>& shape, std::uint64_t s
     return x;
 }
 
-/// Largest |a − b| / (max |b| + tiny) over all entries (any containers with size() and data()).
+/// Largest |a − b| / (max |b| + tiny) over all entries (any containers with size() and
+/// data()); infinite where an entry of either is not finite (std::max would pass a NaN over).
 template <class A, class B>
 double rel_err(const A& a, const B& b) {
     REQUIRE(a.size() == b.size());
     double num = 0, den = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
-        num = std::max(num, std::abs(double(a.data()[i]) - double(b.data()[i])));
-        den = std::max(den, std::abs(double(b.data()[i])));
+        const double x = double(a.data()[i]), y = double(b.data()[i]);
+        if (!std::isfinite(x) || !std::isfinite(y)) return std::numeric_limits<double>::infinity();
+        num = std::max(num, std::abs(x - y));
+        den = std::max(den, std::abs(y));
     }
     return num / (den + 1e-300);
 }

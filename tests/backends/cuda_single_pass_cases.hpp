@@ -1,6 +1,7 @@
 // tests/backends/cuda_single_pass_cases.hpp — the CUDA backend's causal single pass
-// (cuda_system::single_pass, causal_single_pass.cuh) on a GPU: against the reference
-// backend and the multi-pass path, bitwise from run to run, and with no scratch. Included by test_cuda.cu
+// (cuda_system::single_pass: causal_single_pass.cuh forward, causal_single_pass_grads.cuh
+// backward) on a GPU: against the reference backend and the multi-pass path, bitwise from
+// run to run, and with no scratch (forward) or less than the multi-pass path's (backward). Included by test_cuda.cu
 // after test_chunked.cpp, whose helpers (on_system, randn, rel_err, bitwise_equal) it uses;
 // the emulator runs the same kernel on the CPU (test_cuda_emulated.cpp).
 #pragma once
@@ -55,6 +56,64 @@ TEST_CASE_TEMPLATE(
               0);
         CHECK(rel_err(x, std::vector<float>(r.begin(), r.end())) < float_tol);
         CHECK(rel_err(x, m) < float_tol);
+    }
+}
+
+TEST_CASE_TEMPLATE(
+    "CUDA backend: the causal backward in two walks over the chunks equals the reference, the "
+    "multi-pass path and itself",
+    Map, features::elu, features::softplus) {
+    // As above; dv + 1 = 17 (groups of 16: the second holds v's ones column alone) and 41.
+    const index_t B = 2, H = 128, L = 150, d = 32;
+    for (const index_t dv : {16, 40}) {
+        INFO(Map::name, " dv=", dv);
+        const attention_config cfg{.head_dim = d, .value_dim = dv, .num_features = d, .seed = 3, .sigma = 1.0};
+        const linear_attention<Map, samplers::identity, backends::reference, float> ar(cfg);
+        const linear_attention<Map, samplers::identity, backends::cuda, float> a(cfg);
+        system_t on, off;
+        on.single_pass = true;
+        REQUIRE(on.single_pass_grads_columns<float>(B * H, d, d, dv + 1) > 0);
+        CHECK(off.single_pass_grads_columns<float>(B * H, d, d, dv + 1) == 0);
+        const backends::device_parameters<Map, float, system_t> params(on, a.spectral());
+        const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L), sd = std::size_t(d);
+        const auto q = randn<float, 4>({sb, sh, sl, sd}, 1, 0.5), k = randn<float, 4>({sb, sh, sl, sd}, 2, 0.5);
+        const auto v = randn<float, 4>({sb, sh, sl, std::size_t(dv)}, 3);
+        const auto G = randn<float, 4>({sb, sh, sl, std::size_t(dv)}, 4);
+        const std::vector<index_t> lens_host{L, L / 3};
+        const on_system<index_t> lens(on, lens_host.data(), B);
+        const backends::device_options o{true, lens.buf.data(), double(a.input_scale()), 1e-6};
+        const on_system<float> qs(on, q.data(), index_t(q.size())), ks(on, k.data(), index_t(k.size())),
+            vs(on, v.data(), index_t(v.size())), gs(on, G.data(), index_t(G.size()));
+        struct grads {
+            std::vector<float> dq, dk, dv;
+        };
+        const auto run = [&](const system_t& sys) {
+            on_system<float> dq(sys, B * H * L * d), dk(sys, B * H * L * d), dvv(sys, B * H * L * dv);
+            const auto view = [&](const on_system<float>& x, index_t w) {
+                return backends::head_major<const float>(x.buf.data(), B, H, L, w);
+            };
+            backends::cuda::device_backward(sys, params, view(qs, d), view(ks, d), view(vs, dv), view(gs, dv),
+                                            backends::head_major(dq.buf.data(), B, H, L, d),
+                                            backends::head_major(dk.buf.data(), B, H, L, d),
+                                            backends::head_major(dvv.buf.data(), B, H, L, dv), nullptr, nullptr, o);
+            return grads{dq.host(sys), dk.host(sys), dvv.host(sys)};
+        };
+        const auto x = run(on), y = run(on), m = run(off);
+        const auto r = ar.backward(q, k, v, G, kattn::causal, kattn::key_lengths(lens_host));
+        const auto host = [](const auto& t) { return std::vector<float>(t.begin(), t.end()); };
+        CHECK(bitwise_equal(x.dq, y.dq));
+        CHECK(bitwise_equal(x.dk, y.dk));
+        CHECK(bitwise_equal(x.dv, y.dv));
+        CHECK(rel_err(x.dq, host(r.dq)) < float_grad_tol<Map>);
+        CHECK(rel_err(x.dk, host(r.dk)) < float_grad_tol<Map>);
+        CHECK(rel_err(x.dv, host(r.dv)) < float_tol);
+        CHECK(rel_err(x.dq, m.dq) < float_grad_tol<Map>);
+        CHECK(rel_err(x.dk, m.dk) < float_grad_tol<Map>);
+        CHECK(rel_err(x.dv, m.dv) < float_tol);
+        // Its scratch (numerators, cotangents, the groups' shares of dΦ, a row block's φ)
+        // is less than the multi-pass backward's.
+        CHECK(backends::cuda::device_workspace_bytes(on, params, backends::device_pass::backward, B, H, L, L, dv, o) <
+              backends::cuda::device_workspace_bytes(off, params, backends::device_pass::backward, B, H, L, L, dv, o));
     }
 }
 

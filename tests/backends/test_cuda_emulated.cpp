@@ -152,9 +152,9 @@ struct emulated_gpu_system : backends::host_system {
         }
     }
     template <class W>
-    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t dv1) const {
+    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t columns) const {
         if (!std::is_same_v<W, float> || !single_pass || float_math == backends::float_gemm::fp32) return 0;
-        return detail::single_pass_grads_width(problems, d, F, dv1, sms, sizeof detail::single_pass_grads_smem);
+        return detail::single_pass_grads_width(problems, d, F, columns, sms, sizeof detail::single_pass_grads_smem);
     }
     template <class Job>
     void launch_single_pass_grads(const Job& job) const {
@@ -201,6 +201,33 @@ struct geometry_system : emulated_gpu_system {
 template <class Map>
 constexpr double grad_tol = kt::derivative_jumps<Map> ? 0.15 : 2e-2;
 constexpr double tol = 5e-3;
+
+/// The largest rel_err over the 64-token chunks of every head of [B, H, L, w] tensors, each
+/// relative to its own largest entry: causal gradients fall off with the denominators
+/// along the sequence, so an error confined to late tokens, or to the terms that cross
+/// chunks, stays far below the first tokens' entries that rel_err divides by. A chunk
+/// whose reference is all zero (keys beyond the key lengths) must be zero; a non-finite
+/// entry fails.
+template <class A, class R>
+double chunk_rel_err(const A& a, const R& r) {
+    const auto& s = r.shape();
+    REQUIRE(a.shape() == s);
+    double worst = 0;
+    for (std::size_t b = 0; b < s[0]; ++b)
+        for (std::size_t h = 0; h < s[1]; ++h)
+            for (std::size_t l0 = 0; l0 < s[2]; l0 += 64) {
+                double num = 0, den = 0;
+                for (std::size_t l = l0; l < std::min<std::size_t>(l0 + 64, s[2]); ++l)
+                    for (std::size_t c = 0; c < s[3]; ++c) {
+                        const double x = double(a(b, h, l, c)), y = double(r(b, h, l, c));
+                        if (!std::isfinite(x) || !std::isfinite(y)) return std::numeric_limits<double>::infinity();
+                        num = std::max(num, std::abs(x - y));
+                        den = std::max(den, std::abs(y));
+                    }
+                worst = std::max(worst, den > 0 ? num / den : num > 0 ? 1.0 : 0.0);
+            }
+    return worst;
+}
 
 template <class Map>
 void compare_emulated() {
@@ -318,6 +345,9 @@ TEST_CASE_TEMPLATE("CUDA kernels under emulation: the causal forward in one pass
     CHECK(cuda_emulation::faults() == 0);
     const auto r = kt::run_identity_case<Map, float, backends::reference>(2, 1, 150, true, true, false, 16);
     kt::check_close(s, r, 150, tol, grad_tol<Map>);
+    CHECK(chunk_rel_err(s.dq, r.dq) < grad_tol<Map>);
+    CHECK(chunk_rel_err(s.dk, r.dk) < grad_tol<Map>);
+    CHECK(chunk_rel_err(s.dv, r.dv) < tol);
     const auto m = kt::run_identity_case<Map, float, emulated_gpu>(2, 1, 150, true, true, false, 16);
     CHECK(kt::rel_err(s.out, m.out) < 1e-3);
     // Non-causal calls and Ω ≠ I take the multi-pass path.
@@ -375,9 +405,9 @@ TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths
                 const auto gs = as.backward(q, k, v, G, kattn::causal, kl);
                 const auto gr = ar.backward(q, k, v, G, kattn::causal, kl);
                 CHECK(emulated_gpu_system::grads_launches == grads + 1);
-                CHECK(kt::rel_err(gs.dq, gr.dq) < tol);
-                CHECK(kt::rel_err(gs.dk, gr.dk) < tol);
-                CHECK(kt::rel_err(gs.dv, gr.dv) < tol);
+                CHECK(chunk_rel_err(gs.dq, gr.dq) < tol);
+                CHECK(chunk_rel_err(gs.dk, gr.dk) < tol);
+                CHECK(chunk_rel_err(gs.dv, gr.dv) < tol);
                 CHECK(cuda_emulation::faults() == 0);
             }
         }
@@ -393,6 +423,11 @@ TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths
         CHECK(sp::device_workspace_bytes(on, pon, backends::device_pass::forward, 1, H, 300, 300, dv, o) == 0);
         CHECK(emulated_gpu::device_workspace_bytes(off, poff, backends::device_pass::forward, 1, H, 300, 300, dv, o) >
               0);
+        // The backward's walks need the numerators, the cotangents, the groups' shares of dΦ
+        // and a row block's φ: less than the multi-pass backward's features, states and
+        // products.
+        CHECK(sp::device_workspace_bytes(on, pon, backends::device_pass::backward, 1, H, 300, 300, dv, o) <
+              emulated_gpu::device_workspace_bytes(off, poff, backends::device_pass::backward, 1, H, 300, 300, dv, o));
     }
 }
 

@@ -54,23 +54,26 @@ inline std::size_t single_pass_grads_shared_bytes(index_t d, index_t F, index_t 
     return sizeof(float) * std::size_t(single_pass_grads_layout(int(d), int(F), int(cw), keys).total);
 }
 
-/// Columns of ñ and v' per block for a backward call of `problems` heads with dv1 = dv + 1,
+/// Columns of ñ and v' per block for a backward call of `problems` heads with columns = dv + 1,
 /// or 0 where the walks should not run: the fewest groups of at most single_pass_max_cw
 /// columns (widths in tiles of 16, as even as they come), more groups while the blocks would
 /// not fill the `sms` multiprocessors twice, narrower while the reverse walk's tiles exceed
 /// `shared_limit` bytes; 0 when fewer blocks than multiprocessors remain.
-inline index_t single_pass_grads_width(index_t problems, index_t d, index_t F, index_t dv1, index_t sms,
+inline index_t single_pass_grads_width(index_t problems, index_t d, index_t F, index_t columns, index_t sms,
                                        std::size_t shared_limit) {
-    if (problems <= 0 || dv1 <= 0) return 0;
-    const auto width = [&](index_t groups) { return ((dv1 + groups - 1) / groups + 15) / 16 * 16; };
-    index_t groups = (dv1 + single_pass_max_cw - 1) / single_pass_max_cw;
+    if (problems <= 0 || columns <= 0) return 0;
+    const auto width = [&](index_t groups) { return ((columns + groups - 1) / groups + 15) / 16 * 16; };
+    index_t groups = (columns + single_pass_max_cw - 1) / single_pass_max_cw;
     while (width(groups) > 16 && problems * groups < 2 * sms) ++groups;
     index_t cw = width(groups);
     while (cw > 0 && (!single_pass_shape(d, F, cw) || single_pass_grads_shared_bytes(d, F, cw, true) > shared_limit))
         cw -= 16;
-    return cw > 0 && problems * ((dv1 + cw - 1) / cw) >= sms ? cw : 0;
+    return cw > 0 && problems * ((columns + cw - 1) / cw) >= sms ? cw : 0;
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+// The walks' shared steps (device code for compute capability 8.0 and newer only, as the
+// TF32 fragments are).
 namespace single_pass_detail {
 
 /// Step 1 of both walks: the chunk's tiles from the job's rows. Warp w takes rows w,
@@ -159,6 +162,7 @@ __device__ inline void add_state(const single_pass_grads_layout& lay, int F, int
 }
 
 }  // namespace single_pass_detail
+#endif
 
 /// The forward walk: each group's share of dΦ_Q (see the file comment).
 template <class Job>

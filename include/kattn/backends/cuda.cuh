@@ -371,17 +371,17 @@ struct cuda_system {
     }
 
     /// The columns of ñ and v' per thread block of launch_single_pass_grads for this
-    /// backward call (dv1 = dv + 1), or 0 where the walks do not run: as single_pass_columns,
-    /// with detail::single_pass_grads_width.
+    /// backward call (columns = dv + 1), or 0 where the walks do not run: as
+    /// single_pass_columns, with detail::single_pass_grads_width.
     template <class W>
-    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t dv1) const {
+    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t columns) const {
         if constexpr (!std::is_same_v<W, float>) {
             return 0;
         } else {
             if (!single_pass || float_math == float_gemm::fp32) return 0;
             const auto lim = detail::device_limits();
             if (lim.major < 8) return 0;
-            return detail::single_pass_grads_width(problems, d, F, dv1, lim.sms, std::size_t(lim.shared_optin));
+            return detail::single_pass_grads_width(problems, d, F, columns, lim.sms, std::size_t(lim.shared_optin));
         }
     }
 

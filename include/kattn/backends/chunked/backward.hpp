@@ -262,11 +262,11 @@ bool single_pass_backward(const System& sys, const spectral<Map, W>& sp, const g
                           const backends::strided_view<const T>& v, const backends::strided_view<const T>& dout,
                           const gradient_views<T, W>& out, W scale, W eps) {
     if constexpr (Map::has_stabiliser ||
-                  !requires { sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv1); }) {
+                  !requires { sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv + 1); }) {
         return false;
     } else {
         const index_t cw = single_pass_columns<Map, W>(sys, sp, g);
-        const index_t gw = cw > 0 ? sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv1) : 0;
+        const index_t gw = cw > 0 ? sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv + 1) : 0;
         if (gw == 0) return false;
         using Ops = system_row_ops<System>;
         const index_t qr = g.problems * g.Lqp, F = g.F;

@@ -25,8 +25,9 @@
 
 namespace kattn::detail::chunked_impl {
 
-/// ñ of query row r (problems × Lqp rows of dv1) from its numerator row (numerators, the
-/// denominator in column dv) and the output cotangent; zeros for rows beyond Lq.
+/// ñ of query row r (problems × Lqp rows of dv1: dv + 1 columns and zero padding) from its
+/// numerator row (numerators, the denominator in column dv) and the output cotangent;
+/// zeros for rows beyond Lq.
 template <class Map, class T, class W, class Ops>
 struct single_pass_cotangents {
     geometry g;
@@ -53,6 +54,7 @@ struct single_pass_cotangents {
         }
         ge = Ops::reduce_sum(ge);
         if (Ops::lane() == 0) nt[g.dv] = clamped ? W(0) : -ge / den;
+        for (index_t c = g.dv + 1 + Ops::lane(); c < g.dv1; c += Ops::lanes) nt[c] = W(0);
     }
 };
 
@@ -71,13 +73,14 @@ struct single_pass_grads_job {
     index_t cw = 16;  ///< columns of ñ and v' per block (a multiple of 16)
 
     KATTN_HD const geometry& g() const { return rows.g; }
-    KATTN_HD index_t groups() const { return (rows.g.dv1 + cw - 1) / cw; }
+    /// Column groups per head over ñ's and v''s dv + 1 columns.
+    KATTN_HD index_t groups() const { return (rows.g.dv + cw) / cw; }
     KATTN_HD index_t jobs() const { return rows.g.problems * groups(); }
     KATTN_HD index_t chunks() const { return rows.chunks(); }
     KATTN_HD head_rows head(index_t p) const { return rows.head(p); }
 
     /// Columns [c0, c0 + cw) of ñ for rows i0, i0 + step, … (n ≤ batch) into dst rows ld
-    /// apart (zero beyond dv1). No sync.
+    /// apart (zero beyond column dv). No sync.
     KATTN_HD void cotangents(const head_rows& hr, index_t i0, index_t step, int n, index_t c0, W* dst,
                              index_t ld) const {
         const geometry& gg = rows.g;
@@ -85,13 +88,13 @@ struct single_pass_grads_job {
         for (int r = 0; r < batch; ++r) src[r] = r < n ? Nt + (hr.p * gg.Lqp + i0 + r * step) * gg.dv1 : nullptr;
         for (index_t c = Ops::lane(); c < cw; c += Ops::lanes) {
             W val[batch];
-            for (int r = 0; r < batch; ++r) val[r] = src[r] && c0 + c < gg.dv1 ? src[r][c0 + c] : W(0);
+            for (int r = 0; r < batch; ++r) val[r] = src[r] && c0 + c <= gg.dv ? src[r][c0 + c] : W(0);
             for (int r = 0; r < n; ++r) dst[r * ld + c] = val[r];
         }
     }
 
     /// Columns [c0, c0 + cw) of v'_j = [v_j, 1] for keys j0, j0 + step, … (n ≤ batch) into
-    /// dst rows ld apart: zero beyond dv1 and for keys that do not exist. No sync.
+    /// dst rows ld apart: zero beyond column dv and for keys that do not exist. No sync.
     KATTN_HD void values(const head_rows& hr, index_t j0, index_t step, int n, index_t c0, W* dst, index_t ld) const {
         const geometry& gg = rows.g;
         const T* src[batch];

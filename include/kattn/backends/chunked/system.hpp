@@ -38,7 +38,7 @@
 //                         (single_pass_job, chunked/single_pass.hpp), in groups of the
 //                         width answered (0: not for this call) (cuda_system:
 //                         backends/causal_single_pass.cuh; host_system: none).
-//   single_pass_grads_columns<W>(problems, d, F, dv1) -> index_t, launch_single_pass_grads(job)
+//   single_pass_grads_columns<W>(problems, d, F, dv + 1) -> index_t, launch_single_pass_grads(job)
 //                         the same calls' backward: dΦ and dV in a forward and a reverse
 //                         walk over each head's chunks (single_pass_grads_job,
 //                         chunked/single_pass_grads.hpp) (cuda_system:
