@@ -39,10 +39,10 @@ struct single_pass_grads_layout {
         phq = 0;
         phk = phq + (keys ? C * ldf : 0);
         nt = phk + C * ldf;
-        vt = nt + C * ldc;     // V', then (reverse walk) dV's columns
-        A = vt + C * ldc;      // the scores (reverse walk only)
+        vt = nt + C * ldc;  // V', then (reverse walk) dV's columns
+        A = vt + C * ldc;   // the scores (reverse walk only)
         M = A + (keys ? C * lds : 0);
-        state = M + C * lds;   // S' or T
+        state = M + C * lds;  // S' or T
         total = state + F * ldc;
         // The staged input rows live while the tiles are built, before A and M exist.
         stage = staged * ldx <= (keys ? 2 : 1) * C * lds ? A : total;
@@ -105,8 +105,8 @@ __device__ void build_tiles(const Job& job, const typename Job::head_rows& hr, i
 }
 
 /// M = Ñ·V'ᵀ (and, with phq set, A = Φ_QΦ_Kᵀ), both masked to j ≤ i. Ends synced.
-__device__ inline void scores(const single_pass_grads_layout& lay, int F, int cw, const float* phq,
-                              const float* phk, const float* nt, const float* vt, float* A, float* M) {
+__device__ inline void scores(const single_pass_grads_layout& lay, int F, int cw, const float* phq, const float* phk,
+                              const float* nt, const float* vt, float* A, float* M) {
     namespace wmma = nvcuda::wmma;
     constexpr int C = 64, RT = C / 16, warps = single_pass_threads / 32;
     const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
@@ -126,8 +126,7 @@ __device__ inline void scores(const single_pass_grads_layout& lay, int F, int cw
             load_tf32(fb, b + c, ld);
             wmma::mma_sync(acc, fa, fb, acc);
         }
-        wmma::store_matrix_sync((m ? M : A) + rt * 16 * lay.lds + kt * 16, acc, unsigned(lay.lds),
-                                wmma::mem_row_major);
+        wmma::store_matrix_sync((m ? M : A) + rt * 16 * lay.lds + kt * 16, acc, unsigned(lay.lds), wmma::mem_row_major);
     }
     __syncthreads();
     for (int i = warp; i < C; i += warps)
@@ -141,8 +140,8 @@ __device__ inline void scores(const single_pass_grads_layout& lay, int F, int cw
 
 /// state += Xᵀ·Y for the chunk's tiles X (64 × F, ld ldf) and Y (64 × cw, ld ldc), each
 /// warp loading its 16 × 16 state tiles as accumulators. No sync.
-__device__ inline void add_state(const single_pass_grads_layout& lay, int F, int cw, const float* X,
-                                 const float* Y, float* state) {
+__device__ inline void add_state(const single_pass_grads_layout& lay, int F, int cw, const float* X, const float* Y,
+                                 float* state) {
     namespace wmma = nvcuda::wmma;
     constexpr int C = 64, warps = single_pass_threads / 32;
     const int warp = int(threadIdx.x) / 32, ct_n = cw / 16, ft_n = F / 16;

@@ -13,7 +13,8 @@
 // in one kernel per tile of 64 query rows (fused_outputs, chunk_outputs.cuh) and the causal
 // block states scanned as they are made (fused_states, chunk_states.cuh), and, for maps
 // without a stabiliser and Ω = I, the causal forward as one pass over the chunks with the
-// state on chip (single_pass, causal_single_pass.cuh). No atomics and no
+// state on chip, and its backward as two walks over them (single_pass,
+// causal_single_pass.cuh, causal_single_pass_grads.cuh). No atomics and no
 // float scans: the same call on the same GPU gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
 // Operators (linear_attention<Map, S, backends::cuda, T>) run on the default stream with
 // TF32; the device-resident call takes a cuda_system object with its own stream and
@@ -195,8 +196,9 @@ struct cuda_system {
     /// Run the causal forward of a map without a stabiliser and Ω = I (elu with the
     /// identity sampler: flash-linear-attention's plain linear attention) as one kernel that
     /// walks each head's chunks with the state on chip, where it applies
-    /// (single_pass_columns). Off by default until the kernel has been measured on a GPU
-    /// (docs/cuda_backend.md §5).
+    /// (single_pass_columns), and its backward as two kernels that walk the chunks forwards
+    /// and backwards (single_pass_grads_columns). Off by default until the kernels have
+    /// been measured on a GPU (docs/cuda_backend.md §5).
     bool single_pass = false;
 
     template <class W>
@@ -391,8 +393,9 @@ struct cuda_system {
     template <class Job>
     void launch_single_pass_grads(const Job& job) const {
         if constexpr (!std::is_same_v<typename Job::work, float>) {
-            throw kattn::error("kattn: CUDA backend: launch_single_pass_grads: float work only "
-                               "(single_pass_grads_columns)");
+            throw kattn::error(
+                "kattn: CUDA backend: launch_single_pass_grads: float work only "
+                "(single_pass_grads_columns)");
         } else {
             const index_t blocks = std::min<index_t>(job.jobs(), index_t(1) << 20);
             if (blocks <= 0) return;

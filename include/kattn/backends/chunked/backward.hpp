@@ -10,7 +10,10 @@
 //                dV_b = kw ⊙ (Φ_K,b·T_b) + K_bᵀ·ñ_b
 // then, per row block of up to 65,536 rows (queries, then keys), X and U = X·Ω recomputed
 // as in the forward, the maps' row VJPs (dφ → du, dx, db per row), dx += du·Ωᵀ, and
-// dΩ += X_blockᵀ·dU_block, db += 1ᵀ·dB_block as products. Every sum has a fixed order.
+// dΩ += X_blockᵀ·dU_block, db += 1ᵀ·dB_block as products (vjp_stage). Every sum has a
+// fixed order. Where the system runs them (single_pass_grads_columns: maps without a
+// stabiliser, Ω = I, causal, not packed), dΦ and dV come instead from two walks over the
+// chunks (single_pass_grads.hpp), and the same row VJPs follow.
 #pragma once
 
 #include "forward.hpp"
@@ -209,12 +212,21 @@ struct vjp_stage {
     bool want_bias, first_block = true;
     buffer X, U, dU, dB, dX, work, ones;
 
-    vjp_stage(const System& s, const spectral<Map, W>& spec, const geometry& gg, const gradient_views<T, W>& o,
-              W sc, index_t rows)
-        : sys(s), sp(spec), g(gg), out(o), scale(sc), m(Map::uses_bias ? gg.m : 0), blk(std::min(rows, row_block)),
-          want_bias(o.d_bias && m > 0), X(s.template make_buffer<W>(blk * gg.d)),
-          U(s.template make_buffer<W>(spec.identity ? 0 : blk * gg.P)), dU(s.template make_buffer<W>(blk * gg.P)),
-          dB(s.template make_buffer<W>(blk * m)), dX(s.template make_buffer<W>(blk * gg.d)),
+    vjp_stage(const System& s, const spectral<Map, W>& spec, const geometry& gg, const gradient_views<T, W>& o, W sc,
+              index_t rows)
+        : sys(s),
+          sp(spec),
+          g(gg),
+          out(o),
+          scale(sc),
+          m(Map::uses_bias ? gg.m : 0),
+          blk(std::min(rows, row_block)),
+          want_bias(o.d_bias && m > 0),
+          X(s.template make_buffer<W>(blk * gg.d)),
+          U(s.template make_buffer<W>(spec.identity ? 0 : blk * gg.P)),
+          dU(s.template make_buffer<W>(blk * gg.P)),
+          dB(s.template make_buffer<W>(blk * m)),
+          dX(s.template make_buffer<W>(blk * gg.d)),
           work(s.template make_buffer<W>(blk * Map::workspace(gg.m))),
           ones(s.template make_buffer<W>(want_bias ? blk : 0)) {
         if (want_bias) sys.launch(blk, fill_value<W>{ones.data(), W(1)});
@@ -231,11 +243,11 @@ struct vjp_stage {
             detail::launch_rows(sys, nr, gather_rows<T, W, system_row_ops<System>>{g, x, Lp, scale, X.data(), r0});
             if (!sp.identity) project_rows(sys, sp, g, X.data(), U.data(), nr);
             const vjp_features<W> f = features(r0, nr, static_cast<const W*>(X.data()));
-            detail::launch_rows(sys, nr,
-                                vjp_rows<Map, W, system_row_ops<System>>{
-                                    sp, g, Lp, L, keys, X.data(), sp.identity ? X.data() : U.data(), f.phi, f.shift,
-                                    f.dphi, dU.data(), dX.data(), m ? dB.data() : nullptr, work.data(), r0,
-                                    f.phi_first});
+            detail::launch_rows(
+                sys, nr,
+                vjp_rows<Map, W, system_row_ops<System>>{
+                    sp, g, Lp, L, keys, X.data(), sp.identity ? X.data() : U.data(), f.phi, f.shift, f.dphi, dU.data(),
+                    dX.data(), m ? dB.data() : nullptr, work.data(), r0, f.phi_first});
             if (sp.identity)  // dU·Iᵀ = dU
                 sys.launch(nr * g.d, add_values<W>{dU.data(), dX.data()});
             else

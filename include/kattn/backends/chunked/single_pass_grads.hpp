@@ -65,10 +65,10 @@ struct single_pass_grads_job {
     using rows_job = single_pass_job<Map, T, W, Ops>;
     using head_rows = typename rows_job::head_rows;
     static constexpr int batch = rows_job::batch;
-    rows_job rows;     ///< φ rows (its cw and out are not used)
-    const W* Nt;       ///< problems × Lqp rows of ñ (dv1 columns)
-    W* dphi_q;         ///< groups × problems × Lqp rows of F: each group's share of dφ_q
-    W* dphi_k;         ///< the same for dφ_k
+    rows_job rows;  ///< φ rows (its cw and out are not used)
+    const W* Nt;    ///< problems × Lqp rows of ñ (dv1 columns)
+    W* dphi_q;      ///< groups × problems × Lqp rows of F: each group's share of dφ_q
+    W* dphi_k;      ///< the same for dφ_k
     backends::strided_view<T> dv;
     index_t cw = 16;  ///< columns of ñ and v' per block (a multiple of 16)
 

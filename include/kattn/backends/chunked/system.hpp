@@ -419,10 +419,10 @@ struct sizing_system {
     template <class W>
     using buffer = sizing_buffer<W>;
     workspace_tally* tally;
-    bool count_mirrors = true;    ///< the sized system's mirror() allocates
-    bool projected_rows = false;  ///< the sized system builds φ in one pass (float)
-    bool chunk_outputs = false;   ///< the sized system makes the outputs in tiles
-    index_t single_pass_cw = 0;   ///< the sized system's single_pass_columns (0: none)
+    bool count_mirrors = true;         ///< the sized system's mirror() allocates
+    bool projected_rows = false;       ///< the sized system builds φ in one pass (float)
+    bool chunk_outputs = false;        ///< the sized system makes the outputs in tiles
+    index_t single_pass_cw = 0;        ///< the sized system's single_pass_columns (0: none)
     index_t single_pass_grads_cw = 0;  ///< its single_pass_grads_columns (0: none)
 
     template <class W>
