@@ -95,7 +95,8 @@ TEST_CASE_TEMPLATE(
             backends::cuda::device_backward(sys, params, view(qs, d), view(ks, d), view(vs, dv), view(gs, dv),
                                             backends::head_major(dq.buf.data(), B, H, L, d),
                                             backends::head_major(dk.buf.data(), B, H, L, d),
-                                            backends::head_major(dvv.buf.data(), B, H, L, dv), nullptr, nullptr, o);
+                                            backends::head_major(dvv.buf.data(), B, H, L, dv),
+                                            static_cast<float*>(nullptr), static_cast<float*>(nullptr), o);
             return grads{dq.host(sys), dk.host(sys), dvv.host(sys)};
         };
         const auto x = run(on), y = run(on), m = run(off);
