@@ -6,9 +6,13 @@
 // (chunked<S>::device_workspace_bytes: the call's own sequence of allocations, counted,
 // each rounded to 256 bytes), in MiB and as a multiple of one float input tensor
 // (q: B·H·L·d floats). Nothing runs on a GPU: the figures are those of cuda_system (its
-// per-call copies of packed tables are counted; none here), for float data.
+// per-call copies of packed tables are counted; none here), for float data. With
+// --single-pass, the system answers as cuda_system with single_pass set would on a device
+// of --sms multiprocessors and --shared-kib KiB of shared memory per block (default: an
+// H200's 132 and 227): the causal calls of elu with Ω = I then take the single passes
+// (docs/cuda_backend.md §2), whose widths these limits decide.
 //
-//   chunked_scratch [--json FILE]
+//   chunked_scratch [--single-pass] [--sms N] [--shared-kib K] [--json FILE]
 //
 // JSON: {records: [{map, causal, pass, batch, heads, L, d, m, workspace_bytes, input_bytes}]}.
 #include <cstdio>
@@ -25,6 +29,7 @@
 #include <kattn/features/favor.hpp>
 #include <kattn/samplers/identity.hpp>
 #include <kattn/samplers/orthogonal_gaussian.hpp>
+#include <kattn/backends/single_pass_plan.hpp>
 
 namespace {
 
@@ -35,13 +40,34 @@ using kattn::index_t;
 /// are those of a GPU call.
 struct gpu_like_system : kb::host_system {
     static constexpr bool mirror_copies = true;
+    /// cuda_system's defaults: the two fused kernels off (host_system has them on).
+    gpu_like_system() {
+        fused_outputs = false;
+        fused_states = false;
+    }
+    /// cuda_system::single_pass on a device with these limits (0 multiprocessors: off).
+    index_t sms = 0;
+    std::size_t shared_limit = 0;
+    template <class W>
+    index_t single_pass_columns(index_t problems, index_t d, index_t F, index_t dv) const {
+        return sms > 0 ? kattn::detail::single_pass_width(problems, d, F, dv, sms, shared_limit) : 0;
+    }
+    template <class W>
+    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t columns) const {
+        return sms > 0 ? kattn::detail::single_pass_grads_width(problems, d, F, columns, sms, shared_limit) : 0;
+    }
+    // Sizing only: the query never launches anything.
+    template <class Job>
+    void launch_causal_single_pass(const Job&) const {}
+    template <class Job>
+    void launch_single_pass_grads(const Job&) const {}
 };
 
 template <class Map, class Sampler>
-void measure(const char* map, index_t B, index_t H, index_t L, index_t d, index_t m, nlohmann::json& out) {
+void measure(const gpu_like_system& sys, const char* map, index_t B, index_t H, index_t L, index_t d, index_t m,
+             nlohmann::json& out) {
     const kattn::attention_config cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
     const kattn::linear_attention<Map, Sampler, kb::chunked<kb::host_system>, float> op(cfg);
-    const gpu_like_system sys{};
     const kb::device_parameters<Map, float, gpu_like_system> params(sys, op.spectral());
     const double input = double(B * H * L * d) * sizeof(float);
     for (bool causal : {false, true})
@@ -61,6 +87,7 @@ void measure(const char* map, index_t B, index_t H, index_t L, index_t d, index_
                            {"L", L},
                            {"d", d},
                            {"m", m},
+                           {"single_pass", sys.sms > 0},
                            {"workspace_bytes", bytes},
                            {"input_bytes", input}});
         }
@@ -71,14 +98,25 @@ void measure(const char* map, index_t B, index_t H, index_t L, index_t d, index_
 int main(int argc, char** argv) {
     CLI::App app{"scratch memory of the chunked backend's device-resident calls"};
     std::string json;
+    bool single_pass = false;
+    long sms = 132, shared_kib = 227;
     app.add_option("--json", json, "write the records here");
+    app.add_flag("--single-pass", single_pass, "size the causal single passes where they apply");
+    app.add_option("--sms", sms, "multiprocessors of the device (--single-pass)")->check(CLI::Range(1, 100000));
+    app.add_option("--shared-kib", shared_kib, "shared memory per block in KiB (--single-pass)")
+        ->check(CLI::Range(1, 1 << 20));
     CLI11_PARSE(app, argc, argv);
+    gpu_like_system sys{};
+    if (single_pass) {
+        sys.sms = index_t(sms);
+        sys.shared_limit = std::size_t(shared_kib) << 10;
+    }
     nlohmann::json records = nlohmann::json::array();
     for (index_t L : {1024, 4096, 16384, 65536, 262144})
-        measure<kattn::features::favor, kattn::samplers::orthogonal_gaussian>("favor", 1, 8, L, 64, 256, records);
+        measure<kattn::features::favor, kattn::samplers::orthogonal_gaussian>(sys, "favor", 1, 8, L, 64, 256, records);
     const index_t fla[3][4] = {{1, 8192, 96, 128}, {4, 4096, 64, 128}, {8, 1024, 8, 64}};
     for (const auto& s : fla)
-        measure<kattn::features::elu, kattn::samplers::identity>("elu", s[0], s[2], s[1], s[3], s[3], records);
+        measure<kattn::features::elu, kattn::samplers::identity>(sys, "elu", s[0], s[2], s[1], s[3], s[3], records);
     if (!json.empty()) {
         std::ofstream(json) << nlohmann::json{{"benchmark", "chunked_scratch"}, {"records", records}}.dump(1) << "\n";
         std::printf("wrote %s\n", json.c_str());

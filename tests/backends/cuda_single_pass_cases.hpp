@@ -63,7 +63,8 @@ TEST_CASE_TEMPLATE(
     "CUDA backend: the causal backward in two walks over the chunks equals the reference, the "
     "multi-pass path and itself",
     Map, features::elu, features::softplus) {
-    // As above; dv + 1 = 17 (groups of 16: the second holds v's ones column alone) and 41.
+    // As above; dv + 1 = 17 (on 132 multiprocessors, groups of 16: the second holds v's ones
+    // column alone) and 41.
     const index_t B = 2, H = 128, L = 150, d = 32;
     for (const index_t dv : {16, 40}) {
         INFO(Map::name, " dv=", dv);

@@ -22,54 +22,11 @@
 
 #include "../core/config.hpp"
 #include "causal_single_pass.cuh"
+#include "single_pass_plan.hpp"
 #include "tf32_tiles.cuh"
 #include "warp_ops.cuh"
 
 namespace kattn::detail {
-
-/// One block's shared memory for a walk, in floats (offsets multiples of 8): keys = true for
-/// the reverse walk (Φ_Q and the scores A too), false for the forward walk.
-struct single_pass_grads_layout {
-    int ldf, ldc, lds, ldx;
-    int phq, phk, nt, vt, A, M, state, stage, total;
-    __host__ __device__ single_pass_grads_layout(int d, int F, int cw, bool keys) {
-        constexpr int C = 64, staged = single_pass_threads / 32 * single_pass_stage_rows;
-        const auto up8 = [](int n) { return (n + 7) / 8 * 8; };
-        ldf = tile_ld(F), ldc = tile_ld(cw), lds = tile_ld(C), ldx = up8(d);
-        phq = 0;
-        phk = phq + (keys ? C * ldf : 0);
-        nt = phk + C * ldf;
-        vt = nt + C * ldc;  // V', then (reverse walk) dV's columns
-        A = vt + C * ldc;   // the scores (reverse walk only)
-        M = A + (keys ? C * lds : 0);
-        state = M + C * lds;  // S' or T
-        total = state + F * ldc;
-        // The staged input rows live while the tiles are built, before A and M exist.
-        stage = staged * ldx <= (keys ? 2 : 1) * C * lds ? A : total;
-        if (stage == total) total += staged * ldx;
-    }
-};
-
-inline std::size_t single_pass_grads_shared_bytes(index_t d, index_t F, index_t cw, bool keys) {
-    return sizeof(float) * std::size_t(single_pass_grads_layout(int(d), int(F), int(cw), keys).total);
-}
-
-/// Columns of ñ and v' per block for a backward call of `problems` heads with columns = dv + 1,
-/// or 0 where the walks should not run: the fewest groups of at most single_pass_max_cw
-/// columns (widths in tiles of 16, as even as they come), more groups while the blocks would
-/// not fill the `sms` multiprocessors twice, narrower while the reverse walk's tiles exceed
-/// `shared_limit` bytes; 0 when fewer blocks than multiprocessors remain.
-inline index_t single_pass_grads_width(index_t problems, index_t d, index_t F, index_t columns, index_t sms,
-                                       std::size_t shared_limit) {
-    if (problems <= 0 || columns <= 0) return 0;
-    const auto width = [&](index_t groups) { return ((columns + groups - 1) / groups + 15) / 16 * 16; };
-    index_t groups = (columns + single_pass_max_cw - 1) / single_pass_max_cw;
-    while (width(groups) > 16 && problems * groups < 2 * sms) ++groups;
-    index_t cw = width(groups);
-    while (cw > 0 && (!single_pass_shape(d, F, cw) || single_pass_grads_shared_bytes(d, F, cw, true) > shared_limit))
-        cw -= 16;
-    return cw > 0 && problems * ((columns + cw - 1) / cw) >= sms ? cw : 0;
-}
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 // The walks' shared steps (device code for compute capability 8.0 and newer only, as the

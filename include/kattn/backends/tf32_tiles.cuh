@@ -3,10 +3,7 @@
 // The kernels that keep a product on chip (projected_rows.cuh: U = X·Ω; chunk_outputs.cuh:
 // the forward's scores and numerators; chunk_states.cuh: the causal block states) multiply float tiles with WMMA m16n16k8: inputs
 // rounded to TF32, FP32 accumulation, on devices of compute capability 8.0 or newer.
-//   tile_ld(n)            the leading dimension of a shared tile of n columns (n a
-//                         multiple of 4): four floats of padding spread a column's rows
-//                         over the banks and keep every 16-row tile 32-byte aligned, as
-//                         load_matrix_sync and store_matrix_sync need
+//   tile_ld(n)            the leading dimension of a shared tile (shared_tiles.hpp)
 //   tf32_a / tf32_at / tf32_b / tf32_bt / f32_acc
 //                         the fragment types: A row-major, A column-major, B row-major,
 //                         B column-major (the column-major ones read transposed operands),
@@ -19,9 +16,9 @@
 
 #include <mma.h>
 
-namespace kattn::detail {
+#include "shared_tiles.hpp"
 
-__host__ __device__ constexpr int tile_ld(int n) { return n + 4; }
+namespace kattn::detail {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 using tf32_a =
