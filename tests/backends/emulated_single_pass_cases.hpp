@@ -1,0 +1,141 @@
+// tests/backends/emulated_single_pass_cases.hpp — the causal single passes under the CUDA
+// emulator (causal_single_pass.cuh forward, causal_single_pass_grads.cuh backward):
+// against the reference backend and the multi-pass path, chunk by chunk, in one and
+// several column groups, with tail chunks and padded keys; the width rules; the workspace.
+// Included by test_cuda_emulated.cpp, whose systems (single_pass_system,
+// emulated_gpu_system) and tolerances it uses.
+#pragma once
+
+namespace {
+
+using namespace kattn;
+
+/// The largest rel_err over the 64-token chunks of every head of [B, H, L, w] tensors, each
+/// relative to its own largest entry: causal gradients fall off with the denominators
+/// along the sequence, so an error confined to late tokens, or to the terms that cross
+/// chunks, stays far below the first tokens' entries that rel_err divides by. A chunk
+/// whose reference is all zero (keys beyond the key lengths) must be zero; a non-finite
+/// entry fails.
+template <class A, class R>
+double chunk_rel_err(const A& a, const R& r) {
+    const auto& s = r.shape();
+    REQUIRE(a.shape() == s);
+    double worst = 0;
+    for (std::size_t b = 0; b < s[0]; ++b)
+        for (std::size_t h = 0; h < s[1]; ++h)
+            for (std::size_t l0 = 0; l0 < s[2]; l0 += 64) {
+                double num = 0, den = 0;
+                for (std::size_t l = l0; l < std::min<std::size_t>(l0 + 64, s[2]); ++l)
+                    for (std::size_t c = 0; c < s[3]; ++c) {
+                        const double x = double(a(b, h, l, c)), y = double(r(b, h, l, c));
+                        if (!std::isfinite(x) || !std::isfinite(y)) return std::numeric_limits<double>::infinity();
+                        num = std::max(num, std::abs(x - y));
+                        den = std::max(den, std::abs(y));
+                    }
+                worst = std::max(worst, den > 0 ? num / den : num > 0 ? 1.0 : 0.0);
+            }
+    return worst;
+}
+
+TEST_CASE_TEMPLATE("CUDA kernels under emulation: the causal forward in one pass over the chunks", Map, features::elu,
+                   features::softplus, features::sigmoid2, features::cos2) {
+    // Maps without a stabiliser, Ω = I (d = F = 16). 150 tokens: two whole
+    // chunks and a tail; padded keys (one head keeps 149, the other about a quarter); the
+    // multi-pass path and the reference as the independent answers.
+    using sp = backends::chunked<single_pass_system>;
+    cuda_emulation::faults() = 0;
+    int launches = emulated_gpu_system::single_pass_launches, grads = emulated_gpu_system::grads_launches;
+    const auto s = kt::run_identity_case<Map, float, sp>(2, 1, 150, true, true, false, 16);
+    // The forward, and the backward's: its recomputation and its two walks.
+    CHECK(emulated_gpu_system::single_pass_launches == launches + 2);
+    CHECK(emulated_gpu_system::grads_launches == grads + 1);
+    CHECK(cuda_emulation::faults() == 0);
+    const auto r = kt::run_identity_case<Map, float, backends::reference>(2, 1, 150, true, true, false, 16);
+    kt::check_close(s, r, 150, tol, grad_tol<Map>);
+    CHECK(chunk_rel_err(s.dq, r.dq) < grad_tol<Map>);
+    CHECK(chunk_rel_err(s.dk, r.dk) < grad_tol<Map>);
+    CHECK(chunk_rel_err(s.dv, r.dv) < tol);
+    const auto m = kt::run_identity_case<Map, float, emulated_gpu>(2, 1, 150, true, true, false, 16);
+    CHECK(kt::rel_err(s.out, m.out) < 1e-3);
+    // Non-causal calls and Ω ≠ I take the multi-pass path.
+    launches = emulated_gpu_system::single_pass_launches;
+    (void)kt::run_identity_case<Map, float, sp>(2, 1, 150, false, true, false, 16);
+    (void)kt::run_identity_case<Map, float, sp>(2, 1, 150, true, true, true, 16);
+    CHECK(emulated_gpu_system::single_pass_launches == launches);
+}
+
+TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths and tail chunks") {
+    // dv = 40 over 2 heads: 48 columns halved to groups of 32 (the last one 8 wide) so that
+    // the blocks fill the emulated device twice; dv = 16 over 4 heads: one group of 16.
+    // Lengths 64 (one whole chunk), 65 (a chunk of one token), 300; with and without padded keys.
+    using sp = backends::chunked<single_pass_system>;
+    CHECK(detail::single_pass_width(2, 16, 16, 40, 2, 1 << 20) == 32);
+    CHECK(detail::single_pass_width(4, 16, 16, 16, 2, 1 << 20) == 16);
+    CHECK(detail::single_pass_width(1, 16, 16, 16, 2, 1 << 20) == 0);  // fewer blocks than multiprocessors
+    CHECK(detail::single_pass_width(8, 16, 16, 200, 2, 1 << 20) == 128);
+    CHECK(detail::single_pass_width(8, 16, 24, 64, 2, 1 << 20) == 0);  // F not a multiple of 16
+    CHECK(detail::single_pass_width(8, 16, 16, 64, 2, detail::single_pass_shared_bytes(16, 16, 32)) == 32);
+    // The backward's groups of ñ's and v''s dv + 1 columns: as even as they come, more of
+    // them until the blocks fill the device twice; FLA's shape on 132 multiprocessors with
+    // 227 KiB per block: 3 groups of 48 (129 columns).
+    CHECK(detail::single_pass_grads_width(2, 16, 16, 41, 2, 1 << 20) == 32);
+    CHECK(detail::single_pass_grads_width(2, 16, 16, 33, 2, 1 << 20) == 32);  // the ones column alone
+    CHECK(detail::single_pass_grads_width(4, 16, 16, 17, 2, 1 << 20) == 32);
+    CHECK(detail::single_pass_grads_width(1, 16, 16, 9, 2, 1 << 20) == 0);  // one block
+    CHECK(detail::single_pass_grads_width(96, 128, 128, 129, 132, 227 << 10) == 48);
+    CHECK(detail::single_pass_grads_width(96, 128, 128, 129, 132,
+                                          detail::single_pass_grads_shared_bytes(128, 128, 32, true)) == 32);
+    for (const index_t dv : {40, 16, 32}) {
+        const index_t H = dv == 16 ? 4 : 2;
+        const std::size_t sd = std::size_t(dv);
+        for (const index_t L : {64, 65, 300}) {
+            for (const bool padded : {false, true}) {
+                INFO("dv=", dv, " L=", L, " padded=", padded);
+                attention_config cfg{.head_dim = 16, .value_dim = dv, .num_features = 16, .seed = 3, .sigma = 1.0};
+                const linear_attention<features::elu, samplers::identity, backends::reference, float> ar(cfg);
+                const linear_attention<features::elu, samplers::identity, sp, float> as(cfg);
+                const auto sl = std::size_t(L), sv = std::size_t(dv), sh = std::size_t(H);
+                const auto q = kt::randn<float, 4>({1, sh, sl, 16}, 1, 0.5),
+                           k = kt::randn<float, 4>({1, sh, sl, 16}, 2, 0.5);
+                const auto v = kt::randn<float, 4>({1, sh, sl, sv}, 3);
+                const std::vector<index_t> lens{padded ? L / 3 + 1 : L};
+                const key_lengths kl(lens);
+                cuda_emulation::faults() = 0;
+                const int launches = emulated_gpu_system::single_pass_launches;
+                const int grads = emulated_gpu_system::grads_launches;
+                const auto o = as(q, k, v, kattn::causal, kl);
+                CHECK(emulated_gpu_system::single_pass_launches == launches + 1);
+                CHECK(kt::rel_err(o, ar(q, k, v, kattn::causal, kl)) < tol);
+                // The backward's walks in the same groups (dv + 1 columns: for dv = 32 the
+                // second group holds the ones column alone).
+                const auto G = kt::randn<float, 4>({1, sh, sl, sd}, 4);
+                const auto gs = as.backward(q, k, v, G, kattn::causal, kl);
+                const auto gr = ar.backward(q, k, v, G, kattn::causal, kl);
+                CHECK(emulated_gpu_system::grads_launches == grads + 1);
+                CHECK(chunk_rel_err(gs.dq, gr.dq) < tol);
+                CHECK(chunk_rel_err(gs.dk, gr.dk) < tol);
+                CHECK(chunk_rel_err(gs.dv, gr.dv) < tol);
+                CHECK(cuda_emulation::faults() == 0);
+            }
+        }
+        // The single pass allocates nothing: the workspace query says 0 bytes, where the
+        // multi-pass forward needs its features, states and numerators.
+        const attention_config cfg{.head_dim = 16, .value_dim = dv, .num_features = 16, .seed = 3, .sigma = 1.0};
+        const linear_attention<features::elu, samplers::identity, sp, float> as(cfg);
+        const single_pass_system on;
+        const emulated_gpu_system off;
+        const backends::device_parameters<features::elu, float, single_pass_system> pon(on, as.spectral());
+        const backends::device_parameters<features::elu, float, emulated_gpu_system> poff(off, as.spectral());
+        const backends::device_options o{true, nullptr, 1.0, 1e-6};
+        CHECK(sp::device_workspace_bytes(on, pon, backends::device_pass::forward, 1, H, 300, 300, dv, o) == 0);
+        CHECK(emulated_gpu::device_workspace_bytes(off, poff, backends::device_pass::forward, 1, H, 300, 300, dv, o) >
+              0);
+        // The backward's walks need the numerators, the cotangents, the groups' shares of dΦ
+        // and a row block's φ: less than the multi-pass backward's features, states and
+        // products.
+        CHECK(sp::device_workspace_bytes(on, pon, backends::device_pass::backward, 1, H, 300, 300, dv, o) <
+              emulated_gpu::device_workspace_bytes(off, poff, backends::device_pass::backward, 1, H, 300, 300, dv, o));
+    }
+}
+
+}  // namespace
