@@ -40,4 +40,31 @@ double rel_err(const A& a, const B& b) {
     return num / (den + 1e-300);
 }
 
+/// rel_err per chunk of `chunk` tokens of every head, the largest, for data laid out
+/// [heads, L, w] (row-major, any containers with size() and data(); heads = size / (L·w)),
+/// each chunk relative to its own largest entry. Causal gradients fall off with the
+/// denominators along the sequence, so an error confined to late tokens, or to the terms
+/// that cross chunks, stays far below the first tokens' entries that rel_err divides by. A
+/// chunk whose reference is all zero (keys beyond the key lengths) must be zero; a
+/// non-finite entry fails.
+template <class A, class B>
+double chunk_rel_err(const A& a, const B& b, std::size_t L, std::size_t w, std::size_t chunk = 64) {
+    REQUIRE(a.size() == b.size());
+    REQUIRE(L * w > 0);
+    REQUIRE(b.size() % (L * w) == 0);
+    double worst = 0;
+    for (std::size_t h = 0; h < b.size() / (L * w); ++h)
+        for (std::size_t l0 = 0; l0 < L; l0 += chunk) {
+            double num = 0, den = 0;
+            for (std::size_t i = (h * L + l0) * w; i < (h * L + std::min(l0 + chunk, L)) * w; ++i) {
+                const double x = double(a.data()[i]), y = double(b.data()[i]);
+                if (!std::isfinite(x) || !std::isfinite(y)) return std::numeric_limits<double>::infinity();
+                num = std::max(num, std::abs(x - y));
+                den = std::max(den, std::abs(y));
+            }
+            worst = std::max(worst, den > 0 ? num / den : num > 0 ? 1.0 : 0.0);
+        }
+    return worst;
+}
+
 }  // namespace kt
