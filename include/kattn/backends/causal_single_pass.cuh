@@ -31,12 +31,47 @@
 
 namespace kattn::detail {
 
+// The steps of a chunk that both single passes (and the backward's walks,
+// causal_single_pass_grads.cuh) take alike.
+namespace single_pass_detail {
+
+/// f(i, n) for each of the calling warp's batches of a chunk's rows: n rows (at most
+/// single_pass_stage_rows), the first row i, then i + warps, … (warp w takes rows w, w + warps, …).
+template <class F>
+__device__ void row_batches(F&& f) {
+    constexpr int warps = single_pass_threads / 32, rows_per_warp = 64 / warps;
+    const int warp = int(threadIdx.x) / 32;
+    for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows)
+        f(warp + r0 * warps, rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows);
+}
+
+/// Φ_Q (when phq is set) and Φ_K of the chunk from token t0 on: each warp gathers a batch of
+/// its rows (their loads in flight together) into its stage (leading dimension ldx), then
+/// activates them one by one into the tiles (leading dimension ldf). Rows has the row
+/// functions of single_pass_job (gather, activate).
+template <class Rows, class HeadRows>
+__device__ void phi_tiles(const Rows& rows, const HeadRows& hr, index_t t0, int ldx, int ldf, float* phq, float* phk,
+                          float* stage) {
+    constexpr int warps = single_pass_threads / 32;
+    for (int side = phq ? 0 : 1; side < 2; ++side) {
+        float* tile = side == 0 ? phq : phk;
+        row_batches([&](int i0, int n) {
+            rows.gather(hr, t0 + i0, warps, n, side == 1, stage, ldx);
+            __syncwarp();
+            for (int r = 0; r < n; ++r)
+                rows.activate(hr, t0 + i0 + r * warps, side == 1, stage + r * ldx, tile + (i0 + r * warps) * ldf);
+        });
+    }
+}
+
+}  // namespace single_pass_detail
+
 template <class Job>
 __global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_kernel(Job job) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     namespace wmma = nvcuda::wmma;
     constexpr int C = 64, RT = C / 16, warps_c = single_pass_threads / 32;
-    constexpr int max_jobs = RT * (single_pass_max_cw / 16) / warps_c, rows_per_warp = C / warps_c;
+    constexpr int max_jobs = RT * (single_pass_max_cw / 16) / warps_c;
     static_assert(Job::batch == single_pass_stage_rows, "causal_single_pass_kernel: the job's batch is the stage's");
     extern __shared__ __align__(128) float single_pass_smem[];
     const int F = int(job.g.F), cw = int(job.cw);
@@ -60,39 +95,17 @@ __global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_ker
         __syncthreads();
         for (index_t b = 0; b < nc; ++b) {
             const index_t t0 = b * C;
-            // 1. The chunk's rows: warp w takes rows w, w + warps, …, gathered a batch at a
-            //    time (one wait for memory per batch), then activated one by one.
-            for (int side = 0; side < 2; ++side) {
-                float* tile = side == 0 ? phq : phk;
-                for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows) {
-                    const int n =
-                        rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows;
-                    job.gather(hr, t0 + warp + r0 * warps, warps, n, side == 1, stage, lay.ldx);
-                    __syncwarp();
-                    for (int r = 0; r < n; ++r) {
-                        const int i = warp + (r0 + r) * warps;
-                        job.activate(hr, t0 + i, side == 1, stage + r * lay.ldx, tile + i * lay.ldf);
-                    }
-                }
-            }
-            for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows) {
-                const int n = rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows;
-                const int i = warp + r0 * warps;
-                job.values(hr, t0 + i, warps, n, c0, vt + i * lay.ldc, warps * lay.ldc);
-            }
+            // 1. The chunk's rows: Φ_Q, Φ_K and V.
+            single_pass_detail::phi_tiles(job, hr, t0, lay.ldx, lay.ldf, phq, phk, stage);
+            single_pass_detail::row_batches(
+                [&](int i, int n) { job.values(hr, t0 + i, warps, n, c0, vt + i * lay.ldc, warps * lay.ldc); });
             __syncthreads();
             // 2. Scores, one 16 × 16 tile per job; then the mask and the denominators.
             for (int t = warp; t < RT * RT; t += warps) {
                 const int rt = t / RT, kt = t % RT;
                 f32_acc acc;
                 wmma::fill_fragment(acc, 0.0f);
-                for (int f = 0; f < F; f += 8) {
-                    tf32_a a;
-                    tf32_bt bk;
-                    load_tf32(a, phq + rt * 16 * lay.ldf + f, lay.ldf);
-                    load_tf32(bk, phk + kt * 16 * lay.ldf + f, lay.ldf);
-                    wmma::mma_sync(acc, a, bk, acc);
-                }
+                mma_tf32_a_bt(acc, phq + rt * 16 * lay.ldf, lay.ldf, phk + kt * 16 * lay.ldf, lay.ldf, F);
                 wmma::store_matrix_sync(sc + rt * 16 * lay.lds + kt * 16, acc, unsigned(lay.lds), wmma::mem_row_major);
             }
             __syncthreads();
@@ -137,13 +150,7 @@ __global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_ker
                 const int ft = t / ct_n, ct = t % ct_n;
                 f32_acc acc;
                 wmma::load_matrix_sync(acc, S + ft * 16 * lay.ldc + ct * 16, unsigned(lay.ldc), wmma::mem_row_major);
-                for (int j = 0; j < C; j += 8) {
-                    tf32_at ak;
-                    tf32_b bv;
-                    load_tf32(ak, phk + j * lay.ldf + ft * 16, lay.ldf);
-                    load_tf32(bv, vt + j * lay.ldc + ct * 16, lay.ldc);
-                    wmma::mma_sync(acc, ak, bv, acc);
-                }
+                mma_tf32_at_b(acc, phk + ft * 16, lay.ldf, vt + ct * 16, lay.ldc, C);
                 wmma::store_matrix_sync(S + ft * 16 * lay.ldc + ct * 16, acc, unsigned(lay.ldc), wmma::mem_row_major);
             }
             for (int f = int(threadIdx.x); f < F; f += int(blockDim.x)) {

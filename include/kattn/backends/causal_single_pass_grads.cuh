@@ -33,32 +33,17 @@ namespace kattn::detail {
 // TF32 fragments are).
 namespace single_pass_detail {
 
-/// Step 1 of both walks: the chunk's tiles from the job's rows. Warp w takes rows w,
-/// w + warps, …, a batch at a time. Φ_Q only when phq is set.
+/// Step 1 of both walks: the chunk's tiles from the job's rows (Φ_Q only when phq is set).
 template <class Job>
 __device__ void build_tiles(const Job& job, const typename Job::head_rows& hr, index_t t0, index_t c0,
                             const single_pass_grads_layout& lay, float* phq, float* phk, float* nt, float* vt,
                             float* stage) {
-    constexpr int warps = single_pass_threads / 32, rows_per_warp = 64 / warps;
-    const int warp = int(threadIdx.x) / 32;
-    for (int side = phq ? 0 : 1; side < 2; ++side) {
-        float* tile = side == 0 ? phq : phk;
-        for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows) {
-            const int n = rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows;
-            job.rows.gather(hr, t0 + warp + r0 * warps, warps, n, side == 1, stage, lay.ldx);
-            __syncwarp();
-            for (int r = 0; r < n; ++r) {
-                const int i = warp + (r0 + r) * warps;
-                job.rows.activate(hr, t0 + i, side == 1, stage + r * lay.ldx, tile + i * lay.ldf);
-            }
-        }
-    }
-    for (int r0 = 0; r0 < rows_per_warp; r0 += single_pass_stage_rows) {
-        const int n = rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows;
-        const int i = warp + r0 * warps;
+    constexpr int warps = single_pass_threads / 32;
+    phi_tiles(job.rows, hr, t0, lay.ldx, lay.ldf, phq, phk, stage);
+    row_batches([&](int i, int n) {
         job.cotangents(hr, t0 + i, warps, n, c0, nt + i * lay.ldc, warps * lay.ldc);
         job.values(hr, t0 + i, warps, n, c0, vt + i * lay.ldc, warps * lay.ldc);
-    }
+    });
 }
 
 /// M = Ñ·V'ᵀ (and, with phq set, A = Φ_QΦ_Kᵀ), both masked to j ≤ i. Ends synced.
@@ -76,13 +61,7 @@ __device__ inline void scores(const single_pass_grads_layout& lay, int F, int cw
         const float* a = m ? nt + rt * 16 * lay.ldc : phq + rt * 16 * lay.ldf;
         const float* b = m ? vt + kt * 16 * lay.ldc : phk + kt * 16 * lay.ldf;
         const int ld = m ? lay.ldc : lay.ldf;
-        for (int c = 0; c < (m ? cw : F); c += 8) {
-            tf32_a fa;
-            tf32_bt fb;
-            load_tf32(fa, a + c, ld);
-            load_tf32(fb, b + c, ld);
-            wmma::mma_sync(acc, fa, fb, acc);
-        }
+        mma_tf32_a_bt(acc, a, ld, b, ld, m ? cw : F);
         wmma::store_matrix_sync((m ? M : A) + rt * 16 * lay.lds + kt * 16, acc, unsigned(lay.lds), wmma::mem_row_major);
     }
     __syncthreads();
@@ -106,13 +85,7 @@ __device__ inline void add_state(const single_pass_grads_layout& lay, int F, int
         const int ft = t / ct_n, ct = t % ct_n;
         f32_acc acc;
         wmma::load_matrix_sync(acc, state + ft * 16 * lay.ldc + ct * 16, unsigned(lay.ldc), wmma::mem_row_major);
-        for (int j = 0; j < C; j += 8) {
-            tf32_at fa;
-            tf32_b fb;
-            load_tf32(fa, X + j * lay.ldf + ft * 16, lay.ldf);
-            load_tf32(fb, Y + j * lay.ldc + ct * 16, lay.ldc);
-            wmma::mma_sync(acc, fa, fb, acc);
-        }
+        mma_tf32_at_b(acc, X + ft * 16, lay.ldf, Y + ct * 16, lay.ldc, C);
         wmma::store_matrix_sync(state + ft * 16 * lay.ldc + ct * 16, acc, unsigned(lay.ldc), wmma::mem_row_major);
     }
 }
@@ -149,13 +122,7 @@ __global__ void __launch_bounds__(single_pass_threads, 2) single_pass_dq_kernel(
                 const int rt = t / ft_n, ft = t % ft_n;
                 f32_acc acc;
                 wmma::fill_fragment(acc, 0.0f);
-                for (int c = 0; c < cw; c += 8) {  // Ñ·S'ᵀ
-                    tf32_a fa;
-                    tf32_bt fb;
-                    load_tf32(fa, nt + rt * 16 * lay.ldc + c, lay.ldc);
-                    load_tf32(fb, S + ft * 16 * lay.ldc + c, lay.ldc);
-                    wmma::mma_sync(acc, fa, fb, acc);
-                }
+                mma_tf32_a_bt(acc, nt + rt * 16 * lay.ldc, lay.ldc, S + ft * 16 * lay.ldc, lay.ldc, cw);  // Ñ·S'ᵀ
                 mma_tf32_rows(acc, M + rt * 16 * lay.lds, lay.lds, phk + ft * 16, lay.ldf, C);
                 wmma::store_matrix_sync(job.share(false, grp, p, t0 + rt * 16) + ft * 16, acc, unsigned(F),
                                         wmma::mem_row_major);
@@ -202,20 +169,8 @@ __global__ void __launch_bounds__(single_pass_threads, 1) single_pass_dkv_kernel
                 const int jt = t / ft_n, ft = t % ft_n;
                 f32_acc acc;
                 wmma::fill_fragment(acc, 0.0f);
-                for (int i = 0; i < C; i += 8) {
-                    tf32_at fa;
-                    tf32_b fb;
-                    load_tf32(fa, M + i * lay.lds + jt * 16, lay.lds);
-                    load_tf32(fb, phq + i * lay.ldf + ft * 16, lay.ldf);
-                    wmma::mma_sync(acc, fa, fb, acc);
-                }
-                for (int c = 0; c < cw; c += 8) {
-                    tf32_a fa;
-                    tf32_bt fb;
-                    load_tf32(fa, vt + jt * 16 * lay.ldc + c, lay.ldc);
-                    load_tf32(fb, T + ft * 16 * lay.ldc + c, lay.ldc);
-                    wmma::mma_sync(acc, fa, fb, acc);
-                }
+                mma_tf32_at_b(acc, M + jt * 16, lay.lds, phq + ft * 16, lay.ldf, C);
+                mma_tf32_a_bt(acc, vt + jt * 16 * lay.ldc, lay.ldc, T + ft * 16 * lay.ldc, lay.ldc, cw);
                 wmma::store_matrix_sync(job.share(true, grp, p, t0 + jt * 16) + ft * 16, acc, unsigned(F),
                                         wmma::mem_row_major);
             }
@@ -227,13 +182,7 @@ __global__ void __launch_bounds__(single_pass_threads, 1) single_pass_dkv_kernel
                 if (t >= RT * ct_n) break;
                 const int jt = t / ct_n, ct = t % ct_n;
                 wmma::fill_fragment(dvt[u], 0.0f);
-                for (int i = 0; i < C; i += 8) {
-                    tf32_at fa;
-                    tf32_b fb;
-                    load_tf32(fa, A + i * lay.lds + jt * 16, lay.lds);
-                    load_tf32(fb, nt + i * lay.ldc + ct * 16, lay.ldc);
-                    wmma::mma_sync(dvt[u], fa, fb, dvt[u]);
-                }
+                mma_tf32_at_b(dvt[u], A + jt * 16, lay.lds, nt + ct * 16, lay.ldc, C);
                 mma_tf32_rows(dvt[u], phk + jt * 16 * lay.ldf, lay.ldf, T + ct * 16, lay.ldc, F);
             }
             __syncthreads();

@@ -342,14 +342,9 @@ struct cuda_system {
     /// multiprocessors).
     template <class W>
     index_t single_pass_columns(index_t problems, index_t d, index_t F, index_t dv) const {
-        if constexpr (!std::is_same_v<W, float>) {
-            return 0;
-        } else {
-            if (!single_pass || float_math == float_gemm::fp32) return 0;
-            const auto lim = detail::device_limits();
-            if (lim.major < 8) return 0;
-            return detail::single_pass_width(problems, d, F, dv, lim.sms, std::size_t(lim.shared_optin));
-        }
+        return single_pass_plan<W>([&](index_t sms, std::size_t shared) {
+            return detail::single_pass_width(problems, d, F, dv, sms, shared);
+        });
     }
 
     /// The causal forward in one kernel (chunked_impl::single_pass_job; backends/
@@ -359,16 +354,8 @@ struct cuda_system {
         if constexpr (!std::is_same_v<typename Job::work, float>) {
             throw kattn::error("kattn: CUDA backend: launch_causal_single_pass: float work only (single_pass_columns)");
         } else {
-            const std::size_t bytes = detail::single_pass_shared_bytes(job.g.d, job.g.F, job.cw);
-            const auto kernel = detail::causal_single_pass_kernel<Job>;
-            if (bytes > 48 * 1024)
-                detail::cuda_check(
-                    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-                    "cudaFuncSetAttribute");
-            const index_t blocks = std::min<index_t>(job.jobs(), index_t(1) << 20);
-            if (blocks <= 0) return;
-            kernel<<<unsigned(blocks), detail::single_pass_threads, bytes, stream>>>(job);
-            detail::cuda_check(cudaGetLastError(), "kernel launch");
+            launch_single_pass_kernel(detail::causal_single_pass_kernel<Job>, job,
+                                      detail::single_pass_shared_bytes(job.g.d, job.g.F, job.cw));
         }
     }
 
@@ -377,14 +364,9 @@ struct cuda_system {
     /// single_pass_columns, with detail::single_pass_grads_width.
     template <class W>
     index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t columns) const {
-        if constexpr (!std::is_same_v<W, float>) {
-            return 0;
-        } else {
-            if (!single_pass || float_math == float_gemm::fp32) return 0;
-            const auto lim = detail::device_limits();
-            if (lim.major < 8) return 0;
-            return detail::single_pass_grads_width(problems, d, F, columns, lim.sms, std::size_t(lim.shared_optin));
-        }
+        return single_pass_plan<W>([&](index_t sms, std::size_t shared) {
+            return detail::single_pass_grads_width(problems, d, F, columns, sms, shared);
+        });
     }
 
     /// The causal backward's two walks over the chunks (chunked_impl::single_pass_grads_job;
@@ -397,19 +379,11 @@ struct cuda_system {
                 "kattn: CUDA backend: launch_single_pass_grads: float work only "
                 "(single_pass_grads_columns)");
         } else {
-            const index_t blocks = std::min<index_t>(job.jobs(), index_t(1) << 20);
-            if (blocks <= 0) return;
-            const auto run = [&](auto kernel, bool keys) {
-                const std::size_t bytes = detail::single_pass_grads_shared_bytes(job.g().d, job.g().F, job.cw, keys);
-                if (bytes > 48 * 1024)
-                    detail::cuda_check(
-                        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
-                        "cudaFuncSetAttribute");
-                kernel<<<unsigned(blocks), detail::single_pass_threads, bytes, stream>>>(job);
-                detail::cuda_check(cudaGetLastError(), "kernel launch");
-            };
-            run(detail::single_pass_dq_kernel<Job>, false);
-            run(detail::single_pass_dkv_kernel<Job>, true);
+            const auto& g = job.g();
+            launch_single_pass_kernel(detail::single_pass_dq_kernel<Job>, job,
+                                      detail::single_pass_grads_shared_bytes(g.d, g.F, job.cw, false));
+            launch_single_pass_kernel(detail::single_pass_dkv_kernel<Job>, job,
+                                      detail::single_pass_grads_shared_bytes(g.d, g.F, job.cw, true));
         }
     }
 
@@ -437,6 +411,34 @@ struct cuda_system {
     template <class T>
     detail::cuda_mirror<T> mirror(const T* host, index_t n) const {
         return detail::cuda_mirror<T>(host, n, stream, allocator);
+    }
+
+    /// The single passes' width for work type W: width(multiprocessors, shared bytes a block
+    /// may opt into) where they may run (single_pass on, float work, non-exact products, a
+    /// device of compute capability 8.0 or newer), else 0.
+    template <class W, class Width>
+    index_t single_pass_plan(Width&& width) const {
+        if constexpr (!std::is_same_v<W, float>) {
+            return 0;
+        } else {
+            if (!single_pass || float_math == float_gemm::fp32) return 0;
+            const auto lim = detail::device_limits();
+            if (lim.major < 8) return 0;
+            return width(index_t(lim.sms), std::size_t(lim.shared_optin));
+        }
+    }
+
+    /// One of the single passes' kernels over the job's blocks (at most 2^20; each loops
+    /// over its share), with `bytes` of dynamic shared memory (opted into above 48 KiB).
+    template <class Kernel, class Job>
+    void launch_single_pass_kernel(Kernel kernel, const Job& job, std::size_t bytes) const {
+        const index_t blocks = std::min<index_t>(job.jobs(), index_t(1) << 20);
+        if (blocks <= 0) return;
+        if (bytes > 48 * 1024)
+            detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),
+                               "cudaFuncSetAttribute");
+        kernel<<<unsigned(blocks), detail::single_pass_threads, bytes, stream>>>(job);
+        detail::cuda_check(cudaGetLastError(), "kernel launch");
     }
 
     /// cuBLAS's compute type for float_math: FP32 accumulation with inputs converted to

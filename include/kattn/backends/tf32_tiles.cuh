@@ -1,8 +1,10 @@
 // kattn/backends/tf32_tiles.cuh — what the CUDA backend's tensor-core kernels share (nvcc only).
 //
 // The kernels that keep a product on chip (projected_rows.cuh: U = X·Ω; chunk_outputs.cuh:
-// the forward's scores and numerators; chunk_states.cuh: the causal block states) multiply float tiles with WMMA m16n16k8: inputs
-// rounded to TF32, FP32 accumulation, on devices of compute capability 8.0 or newer.
+// the forward's scores and numerators; chunk_states.cuh: the causal block states; the single
+// passes, causal_single_pass.cuh and causal_single_pass_grads.cuh) multiply float tiles with
+// WMMA m16n16k8: inputs rounded to TF32, FP32 accumulation, on devices of compute capability
+// 8.0 or newer.
 //   tile_ld(n)            the leading dimension of a shared tile (shared_tiles.hpp)
 //   tf32_a / tf32_at / tf32_b / tf32_bt / f32_acc
 //                         the fragment types: A row-major, A column-major, B row-major,
@@ -10,11 +12,20 @@
 //                         the FP32 accumulator
 //   load_tf32(frag, p, ld)
 //                         load_matrix_sync, then every element rounded to TF32
+//   mma_tf32<TA, TB>(acc, a, lda, b, ldb, K)
+//                         acc += op(A)·op(B), each operand read transposed or not; and
 //   mma_tf32_rows(acc, a, lda, b, ldb, K)
 //                         acc += A·B for row-major A (16 × K) and B (K × 16)
+//   mma_tf32_at_b(acc, a, lda, b, ldb, K)
+//                         acc += Aᵀ·B for row-major A (K × 16, read transposed) and B (K × 16)
+//   mma_tf32_a_bt(acc, a, lda, b, ldb, K)
+//                         acc += A·Bᵀ for row-major A (16 × K) and B (16 × K, read transposed)
+// Each runs its depth in steps of 8 in order, so a product has the same bits wherever it is made.
 #pragma once
 
 #include <mma.h>
+
+#include <type_traits>
 
 #include "shared_tiles.hpp"
 
@@ -38,16 +49,33 @@ __device__ inline void load_tf32(Fragment& f, const float* p, int ld) {
     for (int e = 0; e < f.num_elements; ++e) f.x[e] = nvcuda::wmma::__float_to_tf32(f.x[e]);
 }
 
-/// acc += A·B over depth K (a multiple of 8): A's 16 rows row-major at a (leading dimension
-/// lda), B's K rows of 16 row-major at b (ldb), in steps of 8 in order.
-__device__ inline void mma_tf32_rows(f32_acc& acc, const float* a, int lda, const float* b, int ldb, int K) {
+/// acc += op(A)·op(B) over depth K (a multiple of 8), in steps of 8 in order. A is 16 × K
+/// row-major at a (leading dimension lda), or with TA its transpose stored K × 16; B is
+/// K × 16 row-major at b (ldb), or with TB its transpose stored 16 × K.
+template <bool TA, bool TB>
+__device__ inline void mma_tf32(f32_acc& acc, const float* a, int lda, const float* b, int ldb, int K) {
     for (int k = 0; k < K; k += 8) {
-        tf32_a fa;
-        tf32_b fb;
-        load_tf32(fa, a + k, lda);
-        load_tf32(fb, b + k * ldb, ldb);
+        std::conditional_t<TA, tf32_at, tf32_a> fa;
+        std::conditional_t<TB, tf32_bt, tf32_b> fb;
+        load_tf32(fa, a + (TA ? k * lda : k), lda);
+        load_tf32(fb, b + (TB ? k : k * ldb), ldb);
         nvcuda::wmma::mma_sync(acc, fa, fb, acc);
     }
+}
+
+/// acc += A·B: A's 16 rows of K at a, B's K rows of 16 at b (both row-major).
+__device__ inline void mma_tf32_rows(f32_acc& acc, const float* a, int lda, const float* b, int ldb, int K) {
+    mma_tf32<false, false>(acc, a, lda, b, ldb, K);
+}
+
+/// acc += Aᵀ·B: A's K rows of 16 at a, B's K rows of 16 at b (both row-major).
+__device__ inline void mma_tf32_at_b(f32_acc& acc, const float* a, int lda, const float* b, int ldb, int K) {
+    mma_tf32<true, false>(acc, a, lda, b, ldb, K);
+}
+
+/// acc += A·Bᵀ: A's 16 rows of K at a, B's 16 rows of K at b (both row-major).
+__device__ inline void mma_tf32_a_bt(f32_acc& acc, const float* a, int lda, const float* b, int ldb, int K) {
+    mma_tf32<false, true>(acc, a, lda, b, ldb, K);
 }
 #endif
 
