@@ -44,14 +44,19 @@ double rel_err(const A& a, const B& b) {
 /// [heads, L, w] (row-major, any containers with size() and data(); heads = size / (L·w)),
 /// each chunk relative to its own largest entry. Causal gradients fall off with the
 /// denominators along the sequence, so an error confined to late tokens, or to the terms
-/// that cross chunks, stays far below the first tokens' entries that rel_err divides by. A
-/// chunk whose reference is all zero (keys beyond the key lengths) must be zero; a
-/// non-finite entry fails.
+/// that cross chunks, stays far below the first tokens' entries that rel_err divides by.
+/// A chunk whose largest entry is under `floor` times the largest of all is held to
+/// rel_err's standard instead (relative to the largest of all): its true values may be zero
+/// up to rounding (a head whose only key is its first), and rounding is not compared with
+/// rounding. With floor 0, a chunk whose reference is all zero (keys beyond the key
+/// lengths) must be zero. A non-finite entry fails.
 template <class A, class B>
-double chunk_rel_err(const A& a, const B& b, std::size_t L, std::size_t w, std::size_t chunk = 64) {
+double chunk_rel_err(const A& a, const B& b, std::size_t L, std::size_t w, std::size_t chunk = 64, double floor = 0) {
     REQUIRE(a.size() == b.size());
     REQUIRE(L * w > 0);
     REQUIRE(b.size() % (L * w) == 0);
+    double all = 0;
+    for (std::size_t i = 0; i < b.size(); ++i) all = std::max(all, std::abs(double(b.data()[i])));
     double worst = 0;
     for (std::size_t h = 0; h < b.size() / (L * w); ++h)
         for (std::size_t l0 = 0; l0 < L; l0 += chunk) {
@@ -62,6 +67,7 @@ double chunk_rel_err(const A& a, const B& b, std::size_t L, std::size_t w, std::
                 num = std::max(num, std::abs(x - y));
                 den = std::max(den, std::abs(y));
             }
+            if (den < floor * all) den = all;
             worst = std::max(worst, den > 0 ? num / den : num > 0 ? 1.0 : 0.0);
         }
     return worst;

@@ -58,6 +58,10 @@ constexpr double float_tol = 5e-3;  // out, dv: the operator API's float product
 /// terms (1.5e-2 on the host's emulation, test_chunked_precision.cpp).
 template <class Map>
 constexpr double float_grad_tol = kt::derivative_jumps<Map> ? 5e-2 : 2e-2;
+/// The tolerances above were measured on whole tensors: on a GPU the float results are held
+/// to that standard (kt::check_close's floor 1) until a GPU run measures them chunk by chunk
+/// as the host does (the emulator, test_cuda_emulated.cpp, already passes chunk by chunk).
+constexpr double float_floor = 1.0;
 system_t exact_system() { return system_t{nullptr, backends::float_gemm::fp32}; }
 /// TF32 products with the output stage in tiles of 64 query rows (one kernel, WMMA) or not.
 system_t tiled_system(bool on) { return system_t{nullptr, backends::float_gemm::tf32, {}, true, on}; }
@@ -70,6 +74,7 @@ using system_t = backends::host_system;
 constexpr double float_tol = 2e-5;
 template <class Map>
 constexpr double float_grad_tol = float_tol;
+constexpr double float_floor = kt::chunk_floor;
 system_t exact_system() { return system_t{}; }
 /// The output stage in tiles of 64 query rows (launch_chunk_outputs) or as products and
 /// row passes: the same sums in the same order on the host.
@@ -108,7 +113,7 @@ void compare_all() {
                 check_close(run_case<Map, double, chunked_backend>(2, 3, L, causal, padded), r, L, 1e-10);
                 const auto rf = run_case<Map, float, backends::reference>(2, 3, L, causal, padded);
                 const auto cf = run_case<Map, float, chunked_backend>(2, 3, L, causal, padded);
-                check_close(cf, rf, L, float_tol, float_grad_tol<Map>);
+                check_close(cf, rf, L, float_tol, float_grad_tol<Map>, float_floor);
                 // Run to run: the same bits, forward and backward.
                 CHECK(bitwise_equal(run_case<Map, float, chunked_backend>(2, 3, L, causal, padded), cf));
             }
@@ -149,7 +154,7 @@ TEST_CASE_TEMPLATE("chunked backend with Ω = I (no products with Ω) equals the
                             kt::run_identity_case<Map, double, backends::reference>(2, 3, L, causal, padded), L, 1e-10);
                 const auto cf = kt::run_identity_case<Map, float, chunked_backend>(2, 3, L, causal, padded);
                 check_close(cf, kt::run_identity_case<Map, float, backends::reference>(2, 3, L, causal, padded), L,
-                            float_tol, float_grad_tol<Map>);
+                            float_tol, float_grad_tol<Map>, float_floor);
                 CHECK(bitwise_equal(kt::run_identity_case<Map, float, chunked_backend>(2, 3, L, causal, padded), cf));
             }
 }

@@ -57,6 +57,14 @@ using kt::rel_err;
 using kt::attn;
 using kt::case_result;
 using kt::check_close;
+
+#ifdef KATTN_TEST_HOST_ONLY
+constexpr double float_floor = kt::chunk_floor;
+#else
+/// On a GPU the float results keep rel_err's whole-tensor standard (check_close's floor 1),
+/// the one their tolerances were measured with, until a GPU run measures them chunk by chunk.
+constexpr double float_floor = 1.0;
+#endif
 using kt::run_case;
 template <class Map>
 attention_config<> config() {
@@ -79,7 +87,7 @@ void compare_all() {
                 check_close(tf, sf, L, 1e-5);
 #else
                 const auto tf = run_case<Map, float, thrust_backend>(2, 3, L, causal, padded);
-                check_close(tf, r, L, 1e-5);
+                check_close(tf, r, L, 1e-5, -1, float_floor);
 #endif
             }
 }
@@ -220,10 +228,10 @@ TEST_CASE("thrust backend with Work = float (float accuracy)") {
         INFO("causal=", causal);
         const auto r = run_case<features::favor, float, backends::reference>(2, 3, 150, causal, true);
         const auto t = run_case<features::favor, float, fast>(2, 3, 150, causal, true);
-        check_close(t, r, 150, 1e-4);
+        check_close(t, r, 150, 1e-4, -1, float_floor);
         const auto r2 = run_case<features::trig, float, backends::reference>(2, 3, 150, causal, true);
         const auto t2 = run_case<features::trig, float, fast>(2, 3, 150, causal, true);
-        check_close(t2, r2, 150, 1e-3);
+        check_close(t2, r2, 150, 1e-3, -1, float_floor);
     }
 }
 
