@@ -103,6 +103,13 @@ xt::xtensor<T, 3> token_at(const xt::xtensor<T, 4>& x, kattn::index_t t) {
 template <class Map>
 inline constexpr bool derivative_jumps = std::is_same_v<Map, kattn::features::relu>;
 
+/// chunk_rel_err of [B, H, L, w] tensors (any with shape() and data()).
+template <class A, class B>
+double chunk_rel_err_4d(const A& a, const B& b, double floor = 0) {
+    REQUIRE(a.shape() == b.shape());
+    return chunk_rel_err(a, b, b.shape()[2], b.shape()[3], 64, floor);
+}
+
 /// check_close's floor for chunk_rel_err: chunks whose largest entry is under 1 % of the
 /// tensor's largest are compared relative to the tensor's largest.
 inline constexpr double chunk_floor = 1e-2;
@@ -115,15 +122,11 @@ inline constexpr double chunk_floor = 1e-2;
 inline void check_close(const case_result& s, const case_result& r, kattn::index_t L, double tol, double grad_tol = -1,
                         double floor = chunk_floor) {
     if (grad_tol < 0) grad_tol = tol;
-    const auto chunks = [floor](const xt::xtensor<double, 4>& a, const xt::xtensor<double, 4>& b) {
-        REQUIRE(a.shape() == b.shape());
-        return chunk_rel_err(a, b, b.shape()[2], b.shape()[3], 64, floor);
-    };
-    CHECK(chunks(s.out, r.out) < tol);
-    CHECK(chunks(s.dv, r.dv) < tol);
+    CHECK(chunk_rel_err_4d(s.out, r.out, floor) < tol);
+    CHECK(chunk_rel_err_4d(s.dv, r.dv, floor) < tol);
     if (L == 1) return;  // a single token: out = v, so dq = dk = dΩ = 0 up to rounding
-    CHECK(chunks(s.dq, r.dq) < grad_tol);
-    CHECK(chunks(s.dk, r.dk) < grad_tol);
+    CHECK(chunk_rel_err_4d(s.dq, r.dq, floor) < grad_tol);
+    CHECK(chunk_rel_err_4d(s.dk, r.dk, floor) < grad_tol);
     CHECK(rel_err(s.d_omega, r.d_omega) < grad_tol);
     if (r.d_bias.size()) CHECK(rel_err(s.d_bias, r.d_bias) < grad_tol);
 }

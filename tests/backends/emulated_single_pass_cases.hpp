@@ -10,13 +10,6 @@ namespace {
 
 using namespace kattn;
 
-/// kt::chunk_rel_err of [B, H, L, w] tensors.
-template <class A, class R>
-double chunk_rel_err(const A& a, const R& r) {
-    REQUIRE(a.shape() == r.shape());
-    return kt::chunk_rel_err(a, r, r.shape()[2], r.shape()[3]);
-}
-
 TEST_CASE_TEMPLATE("CUDA kernels under emulation: the causal forward in one pass over the chunks", Map, features::elu,
                    features::softplus, features::sigmoid2, features::cos2) {
     // Maps without a stabiliser, Ω = I (d = F = 16). 150 tokens: two whole
@@ -32,9 +25,9 @@ TEST_CASE_TEMPLATE("CUDA kernels under emulation: the causal forward in one pass
     CHECK(cuda_emulation::faults() == 0);
     const auto r = kt::run_identity_case<Map, float, backends::reference>(2, 1, 150, true, true, false, 16);
     kt::check_close(s, r, 150, tol, grad_tol<Map>);
-    CHECK(chunk_rel_err(s.dq, r.dq) < grad_tol<Map>);
-    CHECK(chunk_rel_err(s.dk, r.dk) < grad_tol<Map>);
-    CHECK(chunk_rel_err(s.dv, r.dv) < tol);
+    CHECK(kt::chunk_rel_err_4d(s.dq, r.dq) < grad_tol<Map>);
+    CHECK(kt::chunk_rel_err_4d(s.dk, r.dk) < grad_tol<Map>);
+    CHECK(kt::chunk_rel_err_4d(s.dv, r.dv) < tol);
     const auto m = kt::run_identity_case<Map, float, emulated_gpu>(2, 1, 150, true, true, false, 16);
     CHECK(kt::rel_err(s.out, m.out) < 1e-3);
     // Non-causal calls and Ω ≠ I take the multi-pass path.
@@ -92,9 +85,9 @@ TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths
                 const auto gs = as.backward(q, k, v, G, kattn::causal, kl);
                 const auto gr = ar.backward(q, k, v, G, kattn::causal, kl);
                 CHECK(emulated_gpu_system::grads_launches == grads + 1);
-                CHECK(chunk_rel_err(gs.dq, gr.dq) < tol);
-                CHECK(chunk_rel_err(gs.dk, gr.dk) < tol);
-                CHECK(chunk_rel_err(gs.dv, gr.dv) < tol);
+                CHECK(kt::chunk_rel_err_4d(gs.dq, gr.dq) < tol);
+                CHECK(kt::chunk_rel_err_4d(gs.dk, gr.dk) < tol);
+                CHECK(kt::chunk_rel_err_4d(gs.dv, gr.dv) < tol);
                 CHECK(cuda_emulation::faults() == 0);
             }
         }
