@@ -34,10 +34,10 @@
 // likewise (--states fused: scanned as they are made, chunk_states.cuh; products: the cuBLAS
 // product, then the scan). --single-pass on asks for the causal forward in one kernel
 // (cuda_system::single_pass, causal_single_pass.cuh) where it applies (elu with Ω = I,
-// causal, enough heads) and its backward in two walks over the chunks
+// causal, enough heads) and its backward in three walks over the chunks
 // (causal_single_pass_grads.cuh): the record's single_pass_columns is the forward's column
-// width, single_pass_grads_columns the backward's (forward+backward records), 0 where the
-// multi-pass path ran. A benchmark, not a test.
+// width, single_pass_grads_features and single_pass_grads_columns the backward walks'
+// widths (forward+backward records), 0 where the multi-pass path ran. A benchmark, not a test.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -259,8 +259,9 @@ struct record {
     double seconds = 0, tflops = 0, ceiling = 0, gbps = 0, copy_gbps = 0;
     double graph_seconds = 0;  ///< the call replayed from a CUDA graph; 0 if capture failed
     std::size_t peak_bytes = 0, workspace_bytes = 0;
-    index_t single_pass_columns = 0;        ///< the forward's single-pass width; 0: the multi-pass path
-    index_t single_pass_grads_columns = 0;  ///< the backward's (forward+backward records); 0: multi-pass
+    index_t single_pass_columns = 0;         ///< the forward's single-pass width; 0: the multi-pass path
+    index_t single_pass_grads_features = 0;  ///< the dφ walks' width (forward+backward records); 0: multi-pass
+    index_t single_pass_grads_columns = 0;   ///< dV's walk's width
 };
 
 template <class Map, class Sampler, class T>
@@ -326,8 +327,11 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
         r.single_pass_columns = causal && params.identity() && !Map::has_stabiliser
                                     ? sys.single_pass_columns<W>(B * H, d, index_t(F), d)
                                     : 0;
-        r.single_pass_grads_columns =
-            pass == 1 && r.single_pass_columns > 0 ? sys.single_pass_grads_columns<W>(B * H, d, index_t(F), d + 1) : 0;
+        if (pass == 1 && r.single_pass_columns > 0) {
+            const auto w = sys.single_pass_grads_widths<W>(B * H, d, index_t(F), d);
+            r.single_pass_grads_features = w.features;
+            r.single_pass_grads_columns = w.values;
+        }
         r.peak_bytes = std::size_t(high) + std::size_t(8) * std::size_t(n) * sizeof(T);
         r.workspace_bytes = kb::cuda::device_workspace_bytes(
             sys, params, pass == 0 ? kb::device_pass::forward : kb::device_pass::backward, B, H, L, L, d, opt, false);
@@ -368,6 +372,7 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
            << ", \"copy_gbps\": " << r.copy_gbps << ", \"peak_device_bytes\": " << r.peak_bytes
            << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"graph_seconds\": " << r.graph_seconds
            << ", \"single_pass_columns\": " << r.single_pass_columns
+           << ", \"single_pass_grads_features\": " << r.single_pass_grads_features
            << ", \"single_pass_grads_columns\": " << r.single_pass_grads_columns << ", \"device\": \"" << prop.name
            << "\"}" << (i + 1 < res.size() ? "," : "") << "\n";
     }

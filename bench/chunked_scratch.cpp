@@ -53,8 +53,10 @@ struct gpu_like_system : kb::host_system {
         return sms > 0 ? kattn::detail::single_pass_width(problems, d, F, dv, sms, shared_limit) : 0;
     }
     template <class W>
-    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t columns) const {
-        return sms > 0 ? kattn::detail::single_pass_grads_width(problems, d, F, columns, sms, shared_limit) : 0;
+    kattn::detail::single_pass_grads_widths single_pass_grads_widths(index_t problems, index_t d, index_t F,
+                                                                     index_t dv) const {
+        if (sms == 0) return {};
+        return kattn::detail::single_pass_grads_plan(problems, d, F, dv, sms, shared_limit);
     }
     // Sizing only: the query never launches anything.
     template <class Job>

@@ -60,11 +60,11 @@ TEST_CASE_TEMPLATE(
 }
 
 TEST_CASE_TEMPLATE(
-    "CUDA backend: the causal backward in two walks over the chunks equals the reference, the "
+    "CUDA backend: the causal backward in three walks over the chunks equals the reference, the "
     "multi-pass path and itself",
     Map, features::elu, features::softplus) {
-    // As above; dv + 1 = 17 (on 132 multiprocessors, groups of 16: the second holds v's ones
-    // column alone) and 41.
+    // As above; dv = 16 and 40 (on 132 multiprocessors: dΦ's walks in two groups of 16
+    // features; dV's walk in one group of 16 columns, or in groups of 32 and 8).
     const index_t B = 2, H = 128, L = 150, d = 32;
     for (const index_t dv : {16, 40}) {
         INFO(Map::name, " dv=", dv);
@@ -73,8 +73,8 @@ TEST_CASE_TEMPLATE(
         const linear_attention<Map, samplers::identity, backends::cuda, float> a(cfg);
         system_t on, off;
         on.single_pass = true;
-        REQUIRE(on.single_pass_grads_columns<float>(B * H, d, d, dv + 1) > 0);
-        CHECK(off.single_pass_grads_columns<float>(B * H, d, d, dv + 1) == 0);
+        REQUIRE(bool(on.single_pass_grads_widths<float>(B * H, d, d, dv)));
+        CHECK(!off.single_pass_grads_widths<float>(B * H, d, d, dv));
         const backends::device_parameters<Map, float, system_t> params(on, a.spectral());
         const auto sb = std::size_t(B), sh = std::size_t(H), sl = std::size_t(L), sd = std::size_t(d);
         const auto q = randn<float, 4>({sb, sh, sl, sd}, 1, 0.5), k = randn<float, 4>({sb, sh, sl, sd}, 2, 0.5);
@@ -117,7 +117,7 @@ TEST_CASE_TEMPLATE(
         CHECK(close(x.dq, m.dq, d) < float_grad_tol<Map>);
         CHECK(close(x.dk, m.dk, d) < float_grad_tol<Map>);
         CHECK(close(x.dv, m.dv, dv) < float_tol);
-        // Its scratch (numerators, cotangents, the groups' shares of dΦ, a row block's φ)
+        // Its scratch (numerators, cotangents, dΦ of both sides, a row block's φ)
         // is less than the multi-pass backward's.
         CHECK(backends::cuda::device_workspace_bytes(on, params, backends::device_pass::backward, B, H, L, L, dv, o) <
               backends::cuda::device_workspace_bytes(off, params, backends::device_pass::backward, B, H, L, L, dv, o));

@@ -152,9 +152,10 @@ struct emulated_gpu_system : backends::host_system {
         }
     }
     template <class W>
-    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t columns) const {
-        if (!std::is_same_v<W, float> || !single_pass || float_math == backends::float_gemm::fp32) return 0;
-        return detail::single_pass_grads_width(problems, d, F, columns, sms, sizeof detail::single_pass_grads_smem);
+    detail::single_pass_grads_widths single_pass_grads_widths(index_t problems, index_t d, index_t F,
+                                                              index_t dv) const {
+        if (!std::is_same_v<W, float> || !single_pass || float_math == backends::float_gemm::fp32) return {};
+        return detail::single_pass_grads_plan(problems, d, F, dv, sms, sizeof detail::single_pass_grads_smem);
     }
     template <class Job>
     void launch_single_pass_grads(const Job& job) const {
@@ -162,8 +163,10 @@ struct emulated_gpu_system : backends::host_system {
             throw kattn::error("emulated_gpu_system: launch_single_pass_grads: float work only");
         } else {
             ++grads_launches;
-            cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::single_pass_dq_kernel(job); });
-            cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::single_pass_dkv_kernel(job); });
+            cuda_emulation::launch(3, detail::single_pass_threads,
+                                   [&] { detail::single_pass_dphi_kernel<false>(job); });
+            cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::single_pass_dphi_kernel<true>(job); });
+            cuda_emulation::launch(3, detail::single_pass_threads, [&] { detail::single_pass_dv_kernel(job); });
         }
     }
 };

@@ -45,15 +45,15 @@ __device__ void row_batches(F&& f) {
         f(warp + r0 * warps, rows_per_warp - r0 < single_pass_stage_rows ? rows_per_warp - r0 : single_pass_stage_rows);
 }
 
-/// Φ_Q (when phq is set) and Φ_K of the chunk from token t0 on: each warp gathers a batch of
-/// its rows (their loads in flight together) into its stage (leading dimension ldx), then
-/// activates them one by one into the tiles (leading dimension ldf). Rows has the row
-/// functions of single_pass_job (gather, activate).
+/// Φ_Q and Φ_K of the chunk from token t0 on (each where its tile is set): each warp gathers
+/// a batch of its rows (their loads in flight together) into its stage (leading dimension
+/// ldx), then activates them one by one into the tile (leading dimension ldf). Rows has the
+/// row functions of single_pass_job (gather, activate).
 template <class Rows, class HeadRows>
 __device__ void phi_tiles(const Rows& rows, const HeadRows& hr, index_t t0, int ldx, int ldf, float* phq, float* phk,
                           float* stage) {
     constexpr int warps = single_pass_threads / 32;
-    for (int side = phq ? 0 : 1; side < 2; ++side) {
+    for (int side = phq ? 0 : 1; side < (phk ? 2 : 1); ++side) {
         float* tile = side == 0 ? phq : phk;
         row_batches([&](int i0, int n) {
             rows.gather(hr, t0 + i0, warps, n, side == 1, stage, ldx);
@@ -63,6 +63,24 @@ __device__ void phi_tiles(const Rows& rows, const HeadRows& hr, index_t t0, int 
         });
     }
 }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/// state += Xᵀ·Y for the chunk's tiles X (64 × rows) and Y (64 × cols), rows and cols
+/// multiples of 16, each warp loading its 16 × 16 state tiles as accumulators. No sync.
+__device__ inline void add_state(int rows, int cols, const float* X, int ldx, const float* Y, int ldy, float* state,
+                                 int ld) {
+    namespace wmma = nvcuda::wmma;
+    constexpr int C = 64, warps = single_pass_threads / 32;
+    const int warp = int(threadIdx.x) / 32, ct_n = cols / 16, rt_n = rows / 16;
+    for (int t = warp; t < rt_n * ct_n; t += warps) {
+        const int rt = t / ct_n, ct = t % ct_n;
+        f32_acc acc;
+        wmma::load_matrix_sync(acc, state + rt * 16 * ld + ct * 16, unsigned(ld), wmma::mem_row_major);
+        mma_tf32_at_b(acc, X + rt * 16, ldx, Y + ct * 16, ldy, C);
+        wmma::store_matrix_sync(state + rt * 16 * ld + ct * 16, acc, unsigned(ld), wmma::mem_row_major);
+    }
+}
+#endif
 
 }  // namespace single_pass_detail
 
@@ -85,7 +103,7 @@ __global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_ker
     float* den = single_pass_smem + lay.den;
     const int warp = int(threadIdx.x) / 32, warps = warps_c, lane = int(threadIdx.x) % 32;
     float* stage = single_pass_smem + lay.stage + warp * single_pass_stage_rows * lay.ldx;
-    const int ct_n = cw / 16, ft_n = F / 16;
+    const int ct_n = cw / 16;
     const index_t groups = job.groups(), nc = job.chunks();
     for (index_t bj = blockIdx.x; bj < job.jobs(); bj += gridDim.x) {
         const index_t p = bj / groups, c0 = (bj % groups) * cw;
@@ -146,13 +164,7 @@ __global__ void __launch_bounds__(single_pass_threads, 2) causal_single_pass_ker
             __syncthreads();
             for (int i = warp; i < C; i += warps) job.emit(hr, t0 + i, c0, phq + i * lay.ldc, den[i]);
             // 4. The state: S += Φ_Kᵀ·V per 16 × 16 tile of S, z += Φ_K's column sums.
-            for (int t = warp; t < ft_n * ct_n; t += warps) {
-                const int ft = t / ct_n, ct = t % ct_n;
-                f32_acc acc;
-                wmma::load_matrix_sync(acc, S + ft * 16 * lay.ldc + ct * 16, unsigned(lay.ldc), wmma::mem_row_major);
-                mma_tf32_at_b(acc, phk + ft * 16, lay.ldf, vt + ct * 16, lay.ldc, C);
-                wmma::store_matrix_sync(S + ft * 16 * lay.ldc + ct * 16, acc, unsigned(lay.ldc), wmma::mem_row_major);
-            }
+            single_pass_detail::add_state(F, cw, phk, lay.ldf, vt, lay.ldc, S, lay.ldc);
             for (int f = int(threadIdx.x); f < F; f += int(blockDim.x)) {
                 float s = z[f];
                 for (int j = 0; j < C; ++j) s += phk[j * lay.ldf + f];

@@ -239,8 +239,8 @@ struct chunked {
             sizing.chunk_outputs = sys.template fuses_chunk_outputs<W>(g.F, g.dv1);
         if constexpr (requires { sys.template single_pass_columns<W>(g.problems, g.d, g.F, g.dv); })
             sizing.single_pass_cw = sys.template single_pass_columns<W>(g.problems, g.d, g.F, g.dv);
-        if constexpr (requires { sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv + 1); })
-            sizing.single_pass_grads_cw = sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv + 1);
+        if constexpr (requires { sys.template single_pass_grads_widths<W>(g.problems, g.d, g.F, g.dv); })
+            sizing.single_pass_grads = sys.template single_pass_grads_widths<W>(g.problems, g.d, g.F, g.dv);
         const W scale = W(o.input_scale), eps = W(o.eps);
         if (pass == device_pass::forward) {
             with_tables(sizing, g, offsets,

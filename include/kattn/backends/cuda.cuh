@@ -13,7 +13,7 @@
 // in one kernel per tile of 64 query rows (fused_outputs, chunk_outputs.cuh) and the causal
 // block states scanned as they are made (fused_states, chunk_states.cuh), and, for maps
 // without a stabiliser and Ω = I, the causal forward as one pass over the chunks with the
-// state on chip, and its backward as two walks over them (single_pass,
+// state on chip, and its backward as three walks over them (single_pass,
 // causal_single_pass.cuh, causal_single_pass_grads.cuh). No atomics and no
 // float scans: the same call on the same GPU gives the same bits (cuBLAS is deterministic for a fixed GPU, stream and toolkit).
 // Operators (linear_attention<Map, S, backends::cuda, T>) run on the default stream with
@@ -196,8 +196,8 @@ struct cuda_system {
     /// Run the causal forward of a map without a stabiliser and Ω = I (elu with the
     /// identity sampler: flash-linear-attention's plain linear attention) as one kernel that
     /// walks each head's chunks with the state on chip, where it applies
-    /// (single_pass_columns), and its backward as two kernels that walk the chunks forwards
-    /// and backwards (single_pass_grads_columns). Off by default until the kernels have
+    /// (single_pass_columns), and its backward as three kernels that walk the chunks
+    /// (single_pass_grads_widths). Off by default until the kernels have
     /// been measured on a GPU (docs/cuda_backend.md §5).
     bool single_pass = false;
 
@@ -354,36 +354,39 @@ struct cuda_system {
         if constexpr (!std::is_same_v<typename Job::work, float>) {
             throw kattn::error("kattn: CUDA backend: launch_causal_single_pass: float work only (single_pass_columns)");
         } else {
-            launch_single_pass_kernel(detail::causal_single_pass_kernel<Job>, job,
+            launch_single_pass_kernel(detail::causal_single_pass_kernel<Job>, job, job.jobs(),
                                       detail::single_pass_shared_bytes(job.g.d, job.g.F, job.cw));
         }
     }
 
-    /// The columns of ñ and v' per thread block of launch_single_pass_grads for this
-    /// backward call (columns = dv + 1), or 0 where the walks do not run: as
-    /// single_pass_columns, with detail::single_pass_grads_width.
+    /// The widths of launch_single_pass_grads's walks for this backward call (features per
+    /// block of the dφ walks, value columns per block of dV's walk), or none where they do
+    /// not run: as single_pass_columns, with detail::single_pass_grads_plan.
     template <class W>
-    index_t single_pass_grads_columns(index_t problems, index_t d, index_t F, index_t columns) const {
+    detail::single_pass_grads_widths single_pass_grads_widths(index_t problems, index_t d, index_t F,
+                                                              index_t dv) const {
         return single_pass_plan<W>([&](index_t sms, std::size_t shared) {
-            return detail::single_pass_grads_width(problems, d, F, columns, sms, shared);
+            return detail::single_pass_grads_plan(problems, d, F, dv, sms, shared);
         });
     }
 
-    /// The causal backward's two walks over the chunks (chunked_impl::single_pass_grads_job;
-    /// backends/causal_single_pass_grads.cuh), in stream order. Call only with the width
-    /// single_pass_grads_columns gave.
+    /// The causal backward's three walks over the chunks (chunked_impl::single_pass_grads_job;
+    /// backends/causal_single_pass_grads.cuh), in stream order. Call only with the widths
+    /// single_pass_grads_widths gave.
     template <class Job>
     void launch_single_pass_grads(const Job& job) const {
         if constexpr (!std::is_same_v<typename Job::work, float>) {
             throw kattn::error(
                 "kattn: CUDA backend: launch_single_pass_grads: float work only "
-                "(single_pass_grads_columns)");
+                "(single_pass_grads_widths)");
         } else {
             const auto& g = job.g();
-            launch_single_pass_kernel(detail::single_pass_dq_kernel<Job>, job,
-                                      detail::single_pass_grads_shared_bytes(g.d, g.F, job.cw, false));
-            launch_single_pass_kernel(detail::single_pass_dkv_kernel<Job>, job,
-                                      detail::single_pass_grads_shared_bytes(g.d, g.F, job.cw, true));
+            const index_t dphi_blocks = g.problems * job.feature_groups();
+            const std::size_t dphi_bytes = detail::single_pass_dphi_shared_bytes(g.d, g.F, job.fw, g.dv);
+            launch_single_pass_kernel(detail::single_pass_dphi_kernel<false, Job>, job, dphi_blocks, dphi_bytes);
+            launch_single_pass_kernel(detail::single_pass_dphi_kernel<true, Job>, job, dphi_blocks, dphi_bytes);
+            launch_single_pass_kernel(detail::single_pass_dv_kernel<Job>, job, g.problems * job.value_groups(),
+                                      detail::single_pass_dv_shared_bytes(g.d, g.F, job.cw));
         }
     }
 
@@ -413,26 +416,26 @@ struct cuda_system {
         return detail::cuda_mirror<T>(host, n, stream, allocator);
     }
 
-    /// The single passes' width for work type W: width(multiprocessors, shared bytes a block
+    /// The single passes' widths for work type W: width(multiprocessors, shared bytes a block
     /// may opt into) where they may run (single_pass on, float work, non-exact products, a
-    /// device of compute capability 8.0 or newer), else 0.
+    /// device of compute capability 8.0 or newer), else none (a value-initialised answer).
     template <class W, class Width>
-    index_t single_pass_plan(Width&& width) const {
+    auto single_pass_plan(Width&& width) const -> decltype(width(index_t{}, std::size_t{})) {
         if constexpr (!std::is_same_v<W, float>) {
-            return 0;
+            return {};
         } else {
-            if (!single_pass || float_math == float_gemm::fp32) return 0;
+            if (!single_pass || float_math == float_gemm::fp32) return {};
             const auto lim = detail::device_limits();
-            if (lim.major < 8) return 0;
+            if (lim.major < 8) return {};
             return width(index_t(lim.sms), std::size_t(lim.shared_optin));
         }
     }
 
-    /// One of the single passes' kernels over the job's blocks (at most 2^20; each loops
-    /// over its share), with `bytes` of dynamic shared memory (opted into above 48 KiB).
+    /// One of the single passes' kernels over `jobs` blocks' work (at most 2^20 blocks; each
+    /// loops over its share), with `bytes` of dynamic shared memory (opted into above 48 KiB).
     template <class Kernel, class Job>
-    void launch_single_pass_kernel(Kernel kernel, const Job& job, std::size_t bytes) const {
-        const index_t blocks = std::min<index_t>(job.jobs(), index_t(1) << 20);
+    void launch_single_pass_kernel(Kernel kernel, const Job& job, index_t jobs, std::size_t bytes) const {
+        const index_t blocks = std::min<index_t>(jobs, index_t(1) << 20);
         if (blocks <= 0) return;
         if (bytes > 48 * 1024)
             detail::cuda_check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)),

@@ -25,13 +25,24 @@ inline bool single_pass_shape(index_t d, index_t F, index_t cw) {
            cw <= single_pass_max_cw;
 }
 
+/// Where the kernels' staged input rows go (single_pass_stage_rows rows of d per warp, a row
+/// rounded up to 8 floats): they are used while a chunk's tiles are built, before the
+/// region at `over` (`room` floats) is written, so over it where they fit, else at the end
+/// (total grows).
+KATTN_HD inline int single_pass_stage(int d, int over, int room, int& total) {
+    const int need = single_pass_threads / 32 * single_pass_stage_rows * ((d + 7) / 8 * 8);
+    if (need <= room) return over;
+    total += need;
+    return total - need;
+}
+
 /// The layout of one block's shared memory, in floats from its start (every tile 32-byte
 /// aligned: each offset a multiple of 8 floats).
 struct single_pass_layout {
     int ldf, ldc, lds, ldx;
     int phq, phk, sc, vt, S, z, den, stage, total;
     KATTN_HD single_pass_layout(int d, int F, int cw) {
-        constexpr int C = 64, warps = single_pass_threads / 32, staged = warps * single_pass_stage_rows;
+        constexpr int C = 64;
         const auto up8 = [](int n) { return (n + 7) / 8 * 8; };
         ldf = tile_ld(F), ldc = tile_ld(cw), lds = tile_ld(C), ldx = up8(d);
         phq = 0;                                  // Φ_Q, then the numerators (ldc)
@@ -42,10 +53,7 @@ struct single_pass_layout {
         z = S + F * ldc;                          // z
         den = z + up8(F);                         // the chunk's denominators
         total = den + C;
-        // single_pass_stage_rows rows of x per warp, used while the rows are built, before
-        // the scores exist: over the scores where they fit.
-        stage = staged * ldx <= C * lds ? sc : total;
-        if (stage == total) total += staged * ldx;
+        stage = single_pass_stage(d, sc, C * lds, total);  // before the scores exist
     }
 };
 
@@ -68,48 +76,94 @@ inline index_t single_pass_width(index_t problems, index_t d, index_t F, index_t
     return cw > 0 && blocks(cw) >= sms ? cw : 0;
 }
 
-/// One block's shared memory for a walk, in floats (offsets multiples of 8): keys = true for
-/// the reverse walk (Φ_Q and the scores A too), false for the forward walk.
-struct single_pass_grads_layout {
-    int ldf, ldc, lds, ldx;
-    int phq, phk, nt, vt, A, M, state, stage, total;
-    KATTN_HD single_pass_grads_layout(int d, int F, int cw, bool keys) {
-        constexpr int C = 64, staged = single_pass_threads / 32 * single_pass_stage_rows;
-        const auto up8 = [](int n) { return (n + 7) / 8 * 8; };
-        ldf = tile_ld(F), ldc = tile_ld(cw), lds = tile_ld(C), ldx = up8(d);
-        phq = 0;
-        phk = phq + (keys ? C * ldf : 0);
-        nt = phk + C * ldf;
-        vt = nt + C * ldc;  // V', then (reverse walk) dV's columns
-        A = vt + C * ldc;   // the scores (reverse walk only)
-        M = A + (keys ? C * lds : 0);
-        state = M + C * lds;  // S' or T
-        total = state + F * ldc;
-        // The staged input rows live while the tiles are built, before A and M exist.
-        stage = staged * ldx <= (keys ? 2 : 1) * C * lds ? A : total;
-        if (stage == total) total += staged * ldx;
+/// Columns of ñ and v' = [v, 1] in the walks that hold them whole: dv + 1 rounded up to a
+/// tile of 16.
+KATTN_HD constexpr int single_pass_whole_columns(index_t dv) { return int((dv + 1 + 15) / 16 * 16); }
+
+/// One block's shared memory in the walks over a group of fw features (dφ_Q's walk and
+/// dφ_K's), in floats (offsets multiples of 8): Φ of the chunk's rows (whole rows: the
+/// activation needs them), ñ and v' whole (wn columns), their masked product M, and the
+/// group's rows of the state (fw × wn).
+struct single_pass_dphi_layout {
+    int ldf, ldn, lds, ldx;
+    int phi, nt, vt, M, state, stage, total;
+    KATTN_HD single_pass_dphi_layout(int d, int F, int fw, int wn) {
+        constexpr int C = 64;
+        ldf = tile_ld(F), ldn = tile_ld(wn), lds = tile_ld(C), ldx = (d + 7) / 8 * 8;
+        phi = 0;
+        nt = phi + C * ldf;
+        vt = nt + C * ldn;
+        M = vt + C * ldn;
+        state = M + C * lds;
+        total = state + fw * ldn;
+        stage = single_pass_stage(d, M, C * lds, total);  // before M exists
     }
 };
 
-inline std::size_t single_pass_grads_shared_bytes(index_t d, index_t F, index_t cw, bool keys) {
-    return sizeof(float) * std::size_t(single_pass_grads_layout(int(d), int(F), int(cw), keys).total);
+/// One block's shared memory in dV's walk over a group of cw value columns, in floats: Φ_Q
+/// and Φ_K, ñ's columns of the group (then dV's), the masked scores A and the group's
+/// columns of the state (F × cw).
+struct single_pass_dv_layout {
+    int ldf, ldc, lds, ldx;
+    int phq, phk, nt, A, state, stage, total;
+    KATTN_HD single_pass_dv_layout(int d, int F, int cw) {
+        constexpr int C = 64;
+        ldf = tile_ld(F), ldc = tile_ld(cw), lds = tile_ld(C), ldx = (d + 7) / 8 * 8;
+        phq = 0;
+        phk = phq + C * ldf;
+        nt = phk + C * ldf;
+        A = nt + C * ldc;
+        state = A + C * lds;
+        total = state + F * ldc;
+        stage = single_pass_stage(d, A, C * lds, total);  // before A exists
+    }
+};
+
+inline std::size_t single_pass_dphi_shared_bytes(index_t d, index_t F, index_t fw, index_t dv) {
+    return sizeof(float) *
+           std::size_t(single_pass_dphi_layout(int(d), int(F), int(fw), single_pass_whole_columns(dv)).total);
+}
+inline std::size_t single_pass_dv_shared_bytes(index_t d, index_t F, index_t cw) {
+    return sizeof(float) * std::size_t(single_pass_dv_layout(int(d), int(F), int(cw)).total);
 }
 
-/// Columns of ñ and v' per block for a backward call of `problems` heads with columns = dv + 1,
-/// or 0 where the walks should not run: the fewest groups of at most single_pass_max_cw
-/// columns (widths in tiles of 16, as even as they come), more groups while the blocks would
-/// not fill the `sms` multiprocessors twice, narrower while the reverse walk's tiles exceed
-/// `shared_limit` bytes; 0 when fewer blocks than multiprocessors remain.
-inline index_t single_pass_grads_width(index_t problems, index_t d, index_t F, index_t columns, index_t sms,
-                                       std::size_t shared_limit) {
-    if (problems <= 0 || columns <= 0) return 0;
-    const auto width = [&](index_t groups) { return ((columns + groups - 1) / groups + 15) / 16 * 16; };
-    index_t groups = (columns + single_pass_max_cw - 1) / single_pass_max_cw;
+/// The widths of the backward's walks: features per block of the dφ walks and value
+/// columns per block of dV's walk; both 0 where the walks do not run.
+struct single_pass_grads_widths {
+    index_t features = 0, values = 0;
+    KATTN_HD explicit operator bool() const { return features > 0 && values > 0; }
+};
+
+/// The fewest groups of `n` columns (widths in tiles of 16, as even as they come, at most
+/// `widest`), more groups while `problems` times them would not fill the `sms`
+/// multiprocessors twice, then narrower while a block's tiles (bytes(width)) exceed
+/// `shared_limit`; 0 when fewer blocks than multiprocessors remain.
+template <class Bytes>
+index_t single_pass_group_width(index_t problems, index_t n, index_t widest, index_t sms, std::size_t shared_limit,
+                                const Bytes& bytes) {
+    if (problems <= 0 || n <= 0) return 0;
+    const auto width = [&](index_t groups) { return ((n + groups - 1) / groups + 15) / 16 * 16; };
+    index_t groups = (n + widest - 1) / widest;
     while (width(groups) > 16 && problems * groups < 2 * sms) ++groups;
-    index_t cw = width(groups);
-    while (cw > 0 && (!single_pass_shape(d, F, cw) || single_pass_grads_shared_bytes(d, F, cw, true) > shared_limit))
-        cw -= 16;
-    return cw > 0 && problems * ((columns + cw - 1) / cw) >= sms ? cw : 0;
+    index_t w = width(groups);
+    while (w > 0 && bytes(w) > shared_limit) w -= 16;
+    return w > 0 && problems * ((n + w - 1) / w) >= sms ? w : 0;
+}
+
+/// The walks' widths for a backward call of `problems` heads: the dφ walks split F into
+/// groups of features (each block holds ñ and v' whole and writes its features of dφ
+/// exactly), dV's walk splits dv into groups of value columns; both 0 where either walk
+/// cannot run (a shape the kernels do not take: F a multiple of 16 up to 1,024, d up to
+/// 4,096, dv + 1 up to 1,024 columns).
+inline single_pass_grads_widths single_pass_grads_plan(index_t problems, index_t d, index_t F, index_t dv, index_t sms,
+                                                       std::size_t shared_limit) {
+    if (!single_pass_shape(d, F, 16) || dv <= 0 || dv + 1 > 1024) return {};
+    const index_t fw = single_pass_group_width(problems, F, F, sms, shared_limit,
+                                               [&](index_t w) { return single_pass_dphi_shared_bytes(d, F, w, dv); });
+    const index_t cw = single_pass_group_width(problems, dv, single_pass_max_cw, sms, shared_limit,
+                                               [&](index_t w) { return single_pass_dv_shared_bytes(d, F, w); });
+    if (fw == 0 || cw == 0) return {};
+    return {fw, cw};
 }
 
 }  // namespace kattn::detail

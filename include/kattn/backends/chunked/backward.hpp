@@ -11,8 +11,8 @@
 // then, per row block of up to 65,536 rows (queries, then keys), X and U = X·Ω recomputed
 // as in the forward, the maps' row VJPs (dφ → du, dx, db per row), dx += du·Ωᵀ, and
 // dΩ += X_blockᵀ·dU_block, db += 1ᵀ·dB_block as products (vjp_stage). Every sum has a
-// fixed order. Where the system runs them (single_pass_grads_columns: maps without a
-// stabiliser, Ω = I, causal, not packed), dΦ and dV come instead from two walks over the
+// fixed order. Where the system runs them (single_pass_grads_widths: maps without a
+// stabiliser, Ω = I, causal, not packed), dΦ and dV come instead from three walks over the
 // chunks (single_pass_grads.hpp), and the same row VJPs follow.
 #pragma once
 
@@ -274,12 +274,13 @@ bool single_pass_backward(const System& sys, const spectral<Map, W>& sp, const g
                           const backends::strided_view<const T>& v, const backends::strided_view<const T>& dout,
                           const gradient_views<T, W>& out, W scale, W eps) {
     if constexpr (Map::has_stabiliser ||
-                  !requires { sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv + 1); }) {
+                  !requires { sys.template single_pass_grads_widths<W>(g.problems, g.d, g.F, g.dv); }) {
         return false;
     } else {
         const index_t cw = single_pass_columns<Map, W>(sys, sp, g);
-        const index_t gw = cw > 0 ? sys.template single_pass_grads_columns<W>(g.problems, g.d, g.F, g.dv + 1) : 0;
-        if (gw == 0) return false;
+        if (cw == 0) return false;
+        const auto widths = sys.template single_pass_grads_widths<W>(g.problems, g.d, g.F, g.dv);
+        if (!widths) return false;
         using Ops = system_row_ops<System>;
         const index_t qr = g.problems * g.Lqp, F = g.F;
         // The forward again, its numerators and denominators kept; then ñ.
@@ -290,29 +291,25 @@ bool single_pass_backward(const System& sys, const spectral<Map, W>& sp, const g
         auto Nt = sys.template make_buffer<W>(qr * g.dv1);
         detail::launch_rows(sys, qr, single_pass_cotangents<Map, T, W, Ops>{g, eps, O.data(), dout, Nt.data()});
         O = sys.template make_buffer<W>(0);
-        // The two walks: dV, and each column group's share of dΦ_Q and dΦ_K.
-        single_pass_grads_job<Map, T, W, Ops> job{fwd, Nt.data(), nullptr, nullptr, out.dv, gw};
-        const index_t groups = job.groups();
-        auto shares_q = sys.template make_buffer<W>(groups * qr * F);
-        auto shares_k = sys.template make_buffer<W>(groups * qr * F);
-        job.dphi_q = shares_q.data();
-        job.dphi_k = shares_k.data();
+        // The three walks: dΦ_Q, dΦ_K and dV.
+        auto dphi_q = sys.template make_buffer<W>(qr * F);
+        auto dphi_k = sys.template make_buffer<W>(qr * F);
+        const single_pass_grads_job<Map, T, W, Ops> job{fwd,    Nt.data(),       dphi_q.data(), dphi_k.data(),
+                                                        out.dv, widths.features, widths.values};
         sys.launch_single_pass_grads(job);
         Nt = sys.template make_buffer<W>(0);
-        // The row VJPs, φ made again from the rows and the groups' shares added.
+        // The row VJPs, φ made again from the rows, dφ read where the walks wrote it.
         vjp_stage<Map, W, System, T> st(sys, sp, g, out, scale, qr);
         auto phi = sys.template make_buffer<W>(st.blk * F);
-        auto dphi = sys.template make_buffer<W>(st.blk * F);
-        const auto side = [&](const W* shares, index_t L, bool keys) {
-            return [&, shares, L, keys](index_t r0, index_t nr, const W* X) {
+        const auto side = [&](const W* dphi, index_t L, bool keys) {
+            return [&, dphi, L, keys](index_t r0, index_t nr, const W* X) {
                 detail::launch_rows(sys, nr,
-                                    single_pass_vjp_inputs<Map, W, Ops>{sp, g, g.Lqp, L, keys, X, shares, groups,
-                                                                        phi.data(), dphi.data(), r0});
-                return vjp_features<W>{phi.data(), nullptr, dphi.data(), r0};
+                                    single_pass_vjp_inputs<Map, W, Ops>{sp, g, g.Lqp, L, keys, X, phi.data(), r0});
+                return vjp_features<W>{phi.data(), nullptr, dphi + r0 * F, r0};
             };
         };
-        st.run(q, g.Lqp, g.Lq, false, out.dq, side(shares_q.data(), g.Lq, false));
-        st.run(k, g.Lkp, g.Lk, true, out.dk, side(shares_k.data(), g.Lk, true));
+        st.run(q, g.Lqp, g.Lq, false, out.dq, side(dphi_q.data(), g.Lq, false));
+        st.run(k, g.Lkp, g.Lk, true, out.dk, side(dphi_k.data(), g.Lk, true));
         return true;
     }
 }

@@ -8,12 +8,15 @@
 //   dφ_k,j = Σ_{i ≥ j} ⟨ñ_i, v'_j⟩ φ_q,i = T_b·v'_j + Σ_{i ≥ j in b} M_ij φ_q,i
 //   dv_j   = Σ_{i ≥ j} ⟨φ_q,i, φ_k,j⟩ ñ_i[0, dv) = T_bᵀ φ_k,j + Σ_{i ≥ j in b} A_ij ñ_i[0, dv)
 // with M = ñ·v'ᵀ and A = Φ_QΦ_Kᵀ masked to j ≤ i within chunk b, S'_b = Σ_{j before b} φ_k,j v'_jᵀ
-// (a forward walk over the chunks) and T_b = Σ_{i after b} φ_q,i ñ_iᵀ (a reverse walk). Every
-// term is a sum over the columns of ñ and v', so a thread block can own one group of cw of
-// those columns: it keeps its columns of S' or T on chip, writes dv's columns exactly and its
-// share of dφ_q or dφ_k to a partial buffer per group; the maps' row VJPs then add the groups'
-// shares in group order (single_pass_vjp_inputs). The numerators and denominators come from
-// the forward's single pass run again (single_pass_job::numerators), the cotangents from
+// (a forward walk over the chunks) and T_b = Σ_{i after b} φ_q,i ñ_iᵀ (a reverse walk).
+// Each feature of dφ_q is a sum over j and the columns of ñ and v', so a thread block that owns a group
+// of fw features keeps those rows of S' on chip (ñ and v' whole, M computed by every group)
+// and writes its features of dφ_q exactly: no partial sums leave the block. dφ_k is the
+// same with T in a reverse walk. dv is a sum over the features instead, so its own reverse
+// walk splits the value columns into groups of cw: each block keeps all F rows of its
+// columns of T and writes its columns of dv exactly. The maps' row VJPs then read dφ as it
+// is (single_pass_vjp_inputs rebuilds φ). The numerators and denominators come from the
+// forward's single pass run again (single_pass_job::numerators), the cotangents from
 // single_pass_cotangents. The kernels: backends/causal_single_pass_grads.cuh.
 #pragma once
 
@@ -58,7 +61,7 @@ struct single_pass_cotangents {
     }
 };
 
-/// One causal backward call for the gradient kernels: the row work of both walks.
+/// One causal backward call for the gradient kernels: the row work of the three walks.
 template <class Map, class T, class W, class Ops>
 struct single_pass_grads_job {
     using work = W;
@@ -67,58 +70,58 @@ struct single_pass_grads_job {
     static constexpr int batch = rows_job::batch;
     rows_job rows;  ///< φ rows (its cw and out are not used)
     const W* Nt;    ///< problems × Lqp rows of ñ (dv1 columns)
-    W* dphi_q;      ///< groups × problems × Lqp rows of F: each group's share of dφ_q
+    W* dphi_q;      ///< problems × Lqp rows of dφ_q (F columns)
     W* dphi_k;      ///< the same for dφ_k
     backends::strided_view<T> dv;
-    index_t cw = 16;  ///< columns of ñ and v' per block (a multiple of 16)
+    index_t fw = 16;  ///< features per block of the dφ walks (a multiple of 16)
+    index_t cw = 16;  ///< value columns per block of dV's walk (a multiple of 16)
 
     KATTN_HD const geometry& g() const { return rows.g; }
-    /// Column groups per head over ñ's and v''s dv + 1 columns.
-    KATTN_HD index_t groups() const { return (rows.g.dv + cw) / cw; }
-    KATTN_HD index_t jobs() const { return rows.g.problems * groups(); }
+    /// Feature groups per head of the dφ walks, value-column groups per head of dV's walk.
+    KATTN_HD index_t feature_groups() const { return (rows.g.F + fw - 1) / fw; }
+    KATTN_HD index_t value_groups() const { return (rows.g.dv + cw - 1) / cw; }
     KATTN_HD index_t chunks() const { return rows.chunks(); }
     KATTN_HD head_rows head(index_t p) const { return rows.head(p); }
 
-    /// Columns [c0, c0 + cw) of ñ for rows i0, i0 + step, … (n ≤ batch) into dst rows ld
+    /// Columns [c0, c0 + width) of ñ for rows i0, i0 + step, … (n ≤ batch) into dst rows ld
     /// apart (zero beyond column dv). No sync.
-    KATTN_HD void cotangents(const head_rows& hr, index_t i0, index_t step, int n, index_t c0, W* dst,
+    KATTN_HD void cotangents(const head_rows& hr, index_t i0, index_t step, int n, index_t c0, index_t width, W* dst,
                              index_t ld) const {
         const geometry& gg = rows.g;
         const W* src[batch];
         for (int r = 0; r < batch; ++r) src[r] = r < n ? Nt + (hr.p * gg.Lqp + i0 + r * step) * gg.dv1 : nullptr;
-        for (index_t c = Ops::lane(); c < cw; c += Ops::lanes) {
+        for (index_t c = Ops::lane(); c < width; c += Ops::lanes) {
             W val[batch];
             for (int r = 0; r < batch; ++r) val[r] = src[r] && c0 + c <= gg.dv ? src[r][c0 + c] : W(0);
             for (int r = 0; r < n; ++r) dst[r * ld + c] = val[r];
         }
     }
 
-    /// Columns [c0, c0 + cw) of v'_j = [v_j, 1] for keys j0, j0 + step, … (n ≤ batch) into
-    /// dst rows ld apart: zero beyond column dv and for keys that do not exist. No sync.
-    KATTN_HD void values(const head_rows& hr, index_t j0, index_t step, int n, index_t c0, W* dst, index_t ld) const {
+    /// Columns [0, width) of v'_j = [v_j, 1] for keys j0, j0 + step, … (n ≤ batch) into dst
+    /// rows ld apart: zero beyond column dv and for keys that do not exist. No sync.
+    KATTN_HD void values(const head_rows& hr, index_t j0, index_t step, int n, index_t width, W* dst,
+                         index_t ld) const {
         const geometry& gg = rows.g;
         const T* src[batch];
         for (int r = 0; r < batch; ++r) {
             const index_t j = j0 + r * step;
             src[r] = r < n && rows.valid(hr, j, true) ? rows.v.row(hr.b, hr.h, j) : nullptr;
         }
-        for (index_t c = Ops::lane(); c < cw; c += Ops::lanes) {
-            const index_t col = c0 + c;
+        for (index_t c = Ops::lane(); c < width; c += Ops::lanes) {
             W val[batch];
             for (int r = 0; r < batch; ++r)
-                val[r] = !src[r] ? W(0) : col < gg.dv ? static_cast<W>(src[r][col]) : col == gg.dv ? W(1) : W(0);
+                val[r] = !src[r] ? W(0) : c < gg.dv ? static_cast<W>(src[r][c]) : c == gg.dv ? W(1) : W(0);
             for (int r = 0; r < n; ++r) dst[r * ld + c] = val[r];
         }
     }
 
-    /// Group `group`'s share of dφ (queries or keys) for rows [i, …) of problem p: F per row.
-    KATTN_HD W* share(bool keys, index_t group, index_t p, index_t i) const {
+    /// dφ (queries or keys) of rows [i, …) of problem p: F per row.
+    KATTN_HD W* dphi(bool keys, index_t p, index_t i) const {
         const geometry& gg = rows.g;
-        return (keys ? dphi_k : dphi_q) + ((group * gg.problems + p) * gg.Lqp + i) * gg.F;
+        return (keys ? dphi_k : dphi_q) + (p * gg.Lqp + i) * gg.F;
     }
 
-    /// dv of key j, columns [c0, min(c0 + cw, dv)), from the block's row (none for the
-    /// group that holds only v's ones column).
+    /// dv of key j, columns [c0, min(c0 + cw, dv)), from the block's row.
     KATTN_HD void emit_values(const head_rows& hr, index_t j, index_t c0, const W* row) const {
         const geometry& gg = rows.g;
         if (j >= gg.Lk || c0 >= gg.dv) return;
@@ -129,8 +132,8 @@ struct single_pass_grads_job {
 };
 
 /// For the row VJPs of a row block (first + i, i < rows of the block): φ of the block's
-/// scaled input rows X (as the forward's single pass makes it, zero for rows without
-/// features) and dφ, the groups' shares added in group order.
+/// scaled input rows X as the forward's single pass makes it (zero for rows without
+/// features); dφ is read where the walks wrote it.
 template <class Map, class W, class Ops>
 struct single_pass_vjp_inputs {
     spectral<Map, W> s;
@@ -138,25 +141,15 @@ struct single_pass_vjp_inputs {
     index_t Lp, L;
     bool keys;
     const W* X;
-    const W* shares;  ///< groups × problems·Lp rows of F
-    index_t groups;
     W* phi;  ///< the block's rows
-    W* dphi;
     index_t first = 0;
     KATTN_HD void operator()(index_t i) const {
-        const index_t r = first + i, p = r / Lp, tok = g.token(r % Lp, L), F = g.F, stride = g.problems * Lp * F;
+        const index_t r = first + i, p = r / Lp, tok = g.token(r % Lp, L), F = g.F;
         W* ph = phi + i * F;
-        W* dp = dphi + i * F;
         if (tok < 0 || (keys && tok >= g.keys(p)))
             for (index_t f = Ops::lane(); f < F; f += Ops::lanes) ph[f] = W(0);
         else
             Map::template activate<Ops>(s.params, g.d, g.m, X + i * g.d, X + i * g.d, s.bias, W(0), ph);
-        for (index_t f = Ops::lane(); f < F; f += Ops::lanes) {
-            W sum = W(0);
-            for (index_t k = 0; k < groups; ++k) sum += shares[k * stride + r * F + f];
-            dp[f] = sum;
-        }
-        Ops::sync();
     }
 };
 

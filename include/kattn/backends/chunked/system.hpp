@@ -38,9 +38,10 @@
 //                         (single_pass_job, chunked/single_pass.hpp), in groups of the
 //                         width answered (0: not for this call) (cuda_system:
 //                         backends/causal_single_pass.cuh; host_system: none).
-//   single_pass_grads_columns<W>(problems, d, F, dv + 1) -> index_t, launch_single_pass_grads(job)
-//                         the same calls' backward: dΦ and dV in a forward and a reverse
-//                         walk over each head's chunks (single_pass_grads_job,
+//   single_pass_grads_widths<W>(problems, d, F, dv) -> detail::single_pass_grads_widths,
+//   launch_single_pass_grads(job)
+//                         the same calls' backward: dΦ_Q, dΦ_K and dV in three walks
+//                         over each head's chunks (single_pass_grads_job,
 //                         chunked/single_pass_grads.hpp) (cuda_system:
 //                         backends/causal_single_pass_grads.cuh; host_system: none).
 // host_system runs everything on the calling
@@ -70,6 +71,7 @@
 #include "../../core/config.hpp"
 #include "../../linalg/row_ops.hpp"
 #include "../problem.hpp"
+#include "../single_pass_plan.hpp"
 #include "../workspace.hpp"
 
 namespace kattn::detail {
@@ -419,11 +421,11 @@ struct sizing_system {
     template <class W>
     using buffer = sizing_buffer<W>;
     workspace_tally* tally;
-    bool count_mirrors = true;         ///< the sized system's mirror() allocates
-    bool projected_rows = false;       ///< the sized system builds φ in one pass (float)
-    bool chunk_outputs = false;        ///< the sized system makes the outputs in tiles
-    index_t single_pass_cw = 0;        ///< the sized system's single_pass_columns (0: none)
-    index_t single_pass_grads_cw = 0;  ///< its single_pass_grads_columns (0: none)
+    bool count_mirrors = true;                                ///< the sized system's mirror() allocates
+    bool projected_rows = false;                              ///< the sized system builds φ in one pass (float)
+    bool chunk_outputs = false;                               ///< the sized system makes the outputs in tiles
+    index_t single_pass_cw = 0;                               ///< the sized system's single_pass_columns (0: none)
+    detail::single_pass_grads_widths single_pass_grads = {};  ///< its single_pass_grads_widths (none: 0, 0)
 
     template <class W>
     buffer<W> make_buffer(index_t n) const {
@@ -457,8 +459,8 @@ struct sizing_system {
     /// As the sized system answers (the walks' buffers are then counted instead of the
     /// multi-pass backward's).
     template <class W>
-    index_t single_pass_grads_columns(index_t, index_t, index_t, index_t) const {
-        return single_pass_grads_cw;
+    detail::single_pass_grads_widths single_pass_grads_widths(index_t, index_t, index_t, index_t) const {
+        return single_pass_grads;
     }
     template <class Job>
     void launch_single_pass_grads(const Job&) const {}
