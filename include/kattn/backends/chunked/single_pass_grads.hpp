@@ -9,10 +9,10 @@
 //   dv_j   = Σ_{i ≥ j} ⟨φ_q,i, φ_k,j⟩ ñ_i[0, dv) = T_bᵀ φ_k,j + Σ_{i ≥ j in b} A_ij ñ_i[0, dv)
 // with M = ñ·v'ᵀ and A = Φ_QΦ_Kᵀ masked to j ≤ i within chunk b, S'_b = Σ_{j before b} φ_k,j v'_jᵀ
 // (a forward walk over the chunks) and T_b = Σ_{i after b} φ_q,i ñ_iᵀ (a reverse walk).
-// Each feature of dφ_q is a sum over j and the columns of ñ and v', so a thread block that owns a group
-// of fw features keeps those rows of S' on chip (ñ and v' whole, M computed by every group)
-// and writes its features of dφ_q exactly: no partial sums leave the block. dφ_k is the
-// same with T in a reverse walk. dv is a sum over the features instead, so its own reverse
+// Each feature of dφ_q is a sum over j and the columns of ñ and v', so a thread block that
+// owns a group of fw features keeps those rows of S' on chip (ñ and v' whole, M computed by
+// every group) and writes its features of dφ_q exactly: no partial sums leave the block.
+// dφ_k is the same with T in a reverse walk. dv is a sum over the features instead, so its own reverse
 // walk splits the value columns into groups of cw: each block keeps all F rows of its
 // columns of T and writes its columns of dv exactly. The maps' row VJPs then read dφ as it
 // is (single_pass_vjp_inputs rebuilds φ). The numerators and denominators come from the
