@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(single_pass_threads, 1) single_pass_dphi_kerne
     const int warp = int(threadIdx.x) / 32;
     float* stage = sm + lay.stage + warp * single_pass_stage_rows * lay.ldx;
     const index_t groups = job.feature_groups(), nc = job.chunks();
-    for (index_t bj = blockIdx.x; bj < job.g().problems * groups; bj += gridDim.x) {
+    for (index_t bj = blockIdx.x; bj < job.feature_jobs(); bj += gridDim.x) {
         const index_t p = bj / groups, grp = bj % groups;
         const int f0 = int(grp) * fw, fn = F - f0 < fw ? F - f0 : fw, ft_n = fn / 16;
         const auto hr = job.head(p);
@@ -131,7 +131,7 @@ __global__ void __launch_bounds__(single_pass_threads, 1) single_pass_dv_kernel(
     const int warp = int(threadIdx.x) / 32, warps = warps_c;
     float* stage = sm + lay.stage + warp * single_pass_stage_rows * lay.ldx;
     const index_t groups = job.value_groups(), nc = job.chunks();
-    for (index_t bj = blockIdx.x; bj < job.g().problems * groups; bj += gridDim.x) {
+    for (index_t bj = blockIdx.x; bj < job.value_jobs(); bj += gridDim.x) {
         const index_t p = bj / groups, grp = bj % groups, c0 = grp * cw;
         const auto hr = job.head(p);
         for (int e = int(threadIdx.x); e < F * lay.ldc; e += int(blockDim.x)) T[e] = 0.0f;

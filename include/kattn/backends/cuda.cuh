@@ -381,11 +381,10 @@ struct cuda_system {
                 "(single_pass_grads_widths)");
         } else {
             const auto& g = job.g();
-            const index_t dphi_blocks = g.problems * job.feature_groups();
             const std::size_t dphi_bytes = detail::single_pass_dphi_shared_bytes(g.d, g.F, job.fw, g.dv);
-            launch_single_pass_kernel(detail::single_pass_dphi_kernel<false, Job>, job, dphi_blocks, dphi_bytes);
-            launch_single_pass_kernel(detail::single_pass_dphi_kernel<true, Job>, job, dphi_blocks, dphi_bytes);
-            launch_single_pass_kernel(detail::single_pass_dv_kernel<Job>, job, g.problems * job.value_groups(),
+            launch_single_pass_kernel(detail::single_pass_dphi_kernel<false, Job>, job, job.feature_jobs(), dphi_bytes);
+            launch_single_pass_kernel(detail::single_pass_dphi_kernel<true, Job>, job, job.feature_jobs(), dphi_bytes);
+            launch_single_pass_kernel(detail::single_pass_dv_kernel<Job>, job, job.value_jobs(),
                                       detail::single_pass_dv_shared_bytes(g.d, g.F, job.cw));
         }
     }

@@ -25,12 +25,11 @@ inline bool single_pass_shape(index_t d, index_t F, index_t cw) {
            cw <= single_pass_max_cw;
 }
 
-/// Where the kernels' staged input rows go (single_pass_stage_rows rows of d per warp, a row
-/// rounded up to 8 floats): they are used while a chunk's tiles are built, before the
-/// region at `over` (`room` floats) is written, so over it where they fit, else at the end
-/// (total grows).
-KATTN_HD inline int single_pass_stage(int d, int over, int room, int& total) {
-    const int need = single_pass_threads / 32 * single_pass_stage_rows * ((d + 7) / 8 * 8);
+/// Where the kernels' staged input rows go (single_pass_stage_rows rows of ldx floats per
+/// warp): they are used while a chunk's tiles are built, before the region at `over`
+/// (`room` floats) is written, so over it where they fit, else at the end (total grows).
+KATTN_HD inline int single_pass_stage(int ldx, int over, int room, int& total) {
+    const int need = single_pass_threads / 32 * single_pass_stage_rows * ldx;
     if (need <= room) return over;
     total += need;
     return total - need;
@@ -53,7 +52,7 @@ struct single_pass_layout {
         z = S + F * ldc;                          // z
         den = z + up8(F);                         // the chunk's denominators
         total = den + C;
-        stage = single_pass_stage(d, sc, C * lds, total);  // before the scores exist
+        stage = single_pass_stage(ldx, sc, C * lds, total);  // before the scores exist
     }
 };
 
@@ -96,7 +95,7 @@ struct single_pass_dphi_layout {
         M = vt + C * ldn;
         state = M + C * lds;
         total = state + fw * ldn;
-        stage = single_pass_stage(d, M, C * lds, total);  // before M exists
+        stage = single_pass_stage(ldx, M, C * lds, total);  // before M exists
     }
 };
 
@@ -115,7 +114,7 @@ struct single_pass_dv_layout {
         A = nt + C * ldc;
         state = A + C * lds;
         total = state + F * ldc;
-        stage = single_pass_stage(d, A, C * lds, total);  // before A exists
+        stage = single_pass_stage(ldx, A, C * lds, total);  // before A exists
     }
 };
 

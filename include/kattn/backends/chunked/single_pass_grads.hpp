@@ -80,6 +80,9 @@ struct single_pass_grads_job {
     /// Feature groups per head of the dφ walks, value-column groups per head of dV's walk.
     KATTN_HD index_t feature_groups() const { return (rows.g.F + fw - 1) / fw; }
     KATTN_HD index_t value_groups() const { return (rows.g.dv + cw - 1) / cw; }
+    /// Blocks' work of the dφ walks and of dV's walk: (head, group) pairs.
+    KATTN_HD index_t feature_jobs() const { return rows.g.problems * feature_groups(); }
+    KATTN_HD index_t value_jobs() const { return rows.g.problems * value_groups(); }
     KATTN_HD index_t chunks() const { return rows.chunks(); }
     KATTN_HD head_rows head(index_t p) const { return rows.head(p); }
 
