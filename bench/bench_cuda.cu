@@ -17,8 +17,10 @@
 // 1 GiB: read + write bytes / time). Then backends::cuda through its device-resident
 // calls (nothing crosses the PCIe bus): favor (orthogonal frequencies) at B 1, H heads,
 // d = dv, m features for each L, and FLA's published shapes (B1 T8192 H96 D128,
-// B4 T4096 H64 D128, B8 T1024 H8 D64) with elu and the identity sampler (m = d, the map
-// closest to plain linear attention); non-causal and causal; float inputs and outputs with
+// B4 T4096 H64 D128, B8 T1024 H8 D64) with elu and the identity sampler (m = d, floor 0,
+// no renormalisation: ELU + 1, the map closest to plain linear attention; like FLA's
+// backward, these compute dq, dk and dv only: no dΩ, "parameter_gradients": false; favor's
+// backward computes dΩ as well); non-causal and causal; float inputs and outputs with
 // TF32 products (% of the TF32 ceiling), bf16 ones with BF16 products (FP32 accumulation,
 // % of the BF16 ceiling). Times: CUDA events on a stream of the case's own, median of
 // --repeats after one warm-up; beside them the same call captured once into a CUDA graph and
@@ -47,6 +49,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cublas_v2.h>
@@ -237,14 +240,15 @@ double graph_median(long repeats, cudaStream_t stream, F&& f) {
 
 /// Flops of the products the chunked algorithm executes (per call, all heads). With Ω = I
 /// (identity) there is no projection, nor the input gradients' product with Ωᵀ; dΩ's
-/// product remains.
+/// product remains where it is asked for (d_omega).
 struct flop_model {
     double forward = 0, backward = 0;  ///< backward includes its recomputed forward
 };
-flop_model model(double BH, double L, double d, double P, double F, double dv, bool causal, bool identity) {
+flop_model model(double BH, double L, double d, double P, double F, double dv, bool causal, bool identity,
+                 bool d_omega) {
     const double dv1 = dv + 1, C = 64, project = identity ? 0 : 2 * 2 * L * d * P;
     double fw = project + 2 * 2 * L * F * dv1;
-    double bw = 4 * 2 * L * F * dv1 + project + 2 * 2 * L * d * P;
+    double bw = 4 * 2 * L * F * dv1 + project + (d_omega ? 2 * 2 * L * d * P : 0);
     if (causal) {
         fw += 2 * L * C * F + 2 * L * C * dv1;
         bw += 2 * (2 * L * C * dv1) + 2 * (2 * L * C * F);
@@ -262,6 +266,7 @@ struct record {
     index_t single_pass_columns = 0;         ///< the forward's single-pass width; 0: the multi-pass path
     index_t single_pass_grads_features = 0;  ///< the dφ walks' width (forward+backward records); 0: multi-pass
     index_t single_pass_grads_columns = 0;   ///< dV's walk's width
+    bool parameter_gradients = true;         ///< the backward computes dΩ (Ω = I: no)
 };
 
 template <class Map, class Sampler, class T>
@@ -269,7 +274,12 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
               bool causal, kb::float_gemm products, double ceiling, double copy_gbps, const cudaDeviceProp& prop,
               std::vector<record>& out) {
     using W = float;
-    const kattn::attention_config cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
+    constexpr bool identity = std::is_same_v<Sampler, kattn::samplers::identity>;
+    kattn::attention_config<Map, Sampler> cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
+    if constexpr (identity && std::is_same_v<Map, kattn::features::elu>) {  // ELU + 1
+        cfg.feature.floor = 0.0;
+        cfg.feature.renormalize = false;
+    }
     const kattn::linear_attention<Map, Sampler, kb::cuda, float> op(cfg);
     const cuda_bench::owned_stream stream;
     kb::cuda_system sys{stream.s, products};
@@ -287,7 +297,8 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
     for (int i = 0; i < 4; ++i) sys.launch(n, hash_fill<T>{bufs[std::size_t(i)], std::uint64_t(i), i < 2 ? 0.5f : 1.f});
     T *q = bufs[0], *k = bufs[1], *v = bufs[2], *dout = bufs[3], *dq = bufs[4], *dk = bufs[5], *dv = bufs[6];
     T* outp = mem.get<T>(std::size_t(n), "cudaMalloc (out)");
-    W* dom = mem.get<W>(std::size_t(d * op.omega().shape()[1]), "cudaMalloc (dΩ)");
+    // dΩ: not with Ω = I (FLA's shapes: dq, dk and dv, as FLA's backward gives).
+    W* dom = identity ? nullptr : mem.get<W>(std::size_t(d * op.omega().shape()[1]), "cudaMalloc (dΩ)");
     const kb::device_options opt{causal, nullptr, double(op.input_scale()), 1e-6};
     const auto cv = [&](const T* p) { return kb::head_major<const T>(p, B, H, L, d); };
     const auto mv = [&](T* p) { return kb::head_major<T>(p, B, H, L, d); };
@@ -298,7 +309,8 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
                                   static_cast<W*>(nullptr), opt);
     };
     const double P = double(Map::projection_dim(m)), F = double(Map::feature_dim(m));
-    const flop_model fm = model(double(B * H), double(L), double(d), P, F, double(d), causal, params.identity());
+    const flop_model fm =
+        model(double(B * H), double(L), double(d), P, F, double(d), causal, params.identity(), dom != nullptr);
     const double io_bytes = double(n) * sizeof(T);
     for (int pass = 0; pass < o.passes; ++pass) {
         std::uint64_t zero = 0;
@@ -332,9 +344,11 @@ void run_case(const options& o, const char* map, const char* precision, long B, 
             r.single_pass_grads_features = w.features;
             r.single_pass_grads_columns = w.values;
         }
+        r.parameter_gradients = dom != nullptr;
         r.peak_bytes = std::size_t(high) + std::size_t(8) * std::size_t(n) * sizeof(T);
         r.workspace_bytes = kb::cuda::device_workspace_bytes(
-            sys, params, pass == 0 ? kb::device_pass::forward : kb::device_pass::backward, B, H, L, L, d, opt, false);
+            sys, params, pass == 0 ? kb::device_pass::forward : kb::device_pass::backward, B, H, L, L, d, opt, false,
+            dom != nullptr);
         out.push_back(r);
         std::printf(
             "%-6s %-10s %-17s %-6s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.3f ms (graph %8.3f) %7.1f TFLOP/s %5.1f %% "
@@ -373,8 +387,9 @@ void write_json(const options& o, const cudaDeviceProp& prop, double tf32, doubl
            << ", \"workspace_bytes\": " << r.workspace_bytes << ", \"graph_seconds\": " << r.graph_seconds
            << ", \"single_pass_columns\": " << r.single_pass_columns
            << ", \"single_pass_grads_features\": " << r.single_pass_grads_features
-           << ", \"single_pass_grads_columns\": " << r.single_pass_grads_columns << ", \"device\": \"" << prop.name
-           << "\"}" << (i + 1 < res.size() ? "," : "") << "\n";
+           << ", \"single_pass_grads_columns\": " << r.single_pass_grads_columns
+           << ", \"parameter_gradients\": " << (r.parameter_gradients ? "true" : "false") << ", \"device\": \""
+           << prop.name << "\"}" << (i + 1 < res.size() ? "," : "") << "\n";
     }
     js << "  ],\n  \"complete\": " << (complete ? "true" : "false") << "\n}\n";
 }

@@ -1,8 +1,8 @@
 // bench/chunked_scratch.cpp — the scratch memory of the chunked (CUDA) backend's calls,
 // exactly, on any machine.
 //
-// For bench_cuda's shapes (favor, B1 H8 d64 m256, L = 1k … 256k; FLA's shapes with elu
-// and m = d) prints the peak bytes a device-resident forward and backward hold at once
+// For bench_cuda's shapes and calls (favor, B1 H8 d64 m256, L = 1k … 256k, with dΩ; FLA's
+// shapes with ELU + 1 and m = d, dq, dk and dv only) prints the peak bytes a device-resident forward and backward hold at once
 // (chunked<S>::device_workspace_bytes: the call's own sequence of allocations, counted,
 // each rounded to 256 bytes), in MiB and as a multiple of one float input tensor
 // (q: B·H·L·d floats). Nothing runs on a GPU: the figures are those of cuda_system (its
@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -68,15 +69,22 @@ struct gpu_like_system : kb::host_system {
 template <class Map, class Sampler>
 void measure(const gpu_like_system& sys, const char* map, index_t B, index_t H, index_t L, index_t d, index_t m,
              nlohmann::json& out) {
-    const kattn::attention_config cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
+    // As bench_cuda runs them: FLA's shapes as ELU + 1 (elu, Ω = I, floor 0, no
+    // renormalisation) with dq, dk and dv only; favor with dΩ.
+    constexpr bool identity = std::is_same_v<Sampler, kattn::samplers::identity>;
+    kattn::attention_config<Map, Sampler> cfg{.head_dim = d, .value_dim = d, .num_features = m, .seed = 1};
+    if constexpr (identity && std::is_same_v<Map, kattn::features::elu>) {
+        cfg.feature.floor = 0.0;
+        cfg.feature.renormalize = false;
+    }
     const kattn::linear_attention<Map, Sampler, kb::chunked<kb::host_system>, float> op(cfg);
     const kb::device_parameters<Map, float, gpu_like_system> params(sys, op.spectral());
     const double input = double(B * H * L * d) * sizeof(float);
     for (bool causal : {false, true})
         for (auto pass : {kb::device_pass::forward, kb::device_pass::backward}) {
             const kb::device_options o{causal, nullptr, double(op.input_scale()), 1e-6};
-            const std::size_t bytes =
-                kb::chunked<gpu_like_system>::device_workspace_bytes(sys, params, pass, B, H, L, L, d, o, false);
+            const std::size_t bytes = kb::chunked<gpu_like_system>::device_workspace_bytes(sys, params, pass, B, H, L,
+                                                                                           L, d, o, false, !identity);
             const char* pname = pass == kb::device_pass::forward ? "forward" : "backward";
             std::printf("%-6s %-7s %-8s B%-2ld H%-3ld L%-7ld d%-4ld m%-4ld %10.1f MiB %6.1f x q\n", map,
                         causal ? "causal" : "full", pname, long(B), long(H), long(L), long(d), long(m),
@@ -90,6 +98,7 @@ void measure(const gpu_like_system& sys, const char* map, index_t B, index_t H, 
                            {"d", d},
                            {"m", m},
                            {"single_pass", sys.sms > 0},
+                           {"parameter_gradients", !identity},
                            {"workspace_bytes", bytes},
                            {"input_bytes", input}});
         }

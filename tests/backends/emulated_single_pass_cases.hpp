@@ -1,7 +1,8 @@
 // tests/backends/emulated_single_pass_cases.hpp — the causal single passes under the CUDA
 // emulator (causal_single_pass.cuh forward, causal_single_pass_grads.cuh backward):
 // against the reference backend and the multi-pass path, chunk by chunk, in one and
-// several column groups, with tail chunks and padded keys; the width rules; the workspace.
+// several column groups, with tail chunks and padded keys; the VJP of element-wise maps
+// finished in the dφ walks (no dΩ, no db); the width rules; the workspace.
 // Included by test_cuda_emulated.cpp, whose systems (single_pass_system,
 // emulated_gpu_system) and tolerances it uses.
 #pragma once
@@ -35,6 +36,72 @@ TEST_CASE_TEMPLATE("CUDA kernels under emulation: the causal forward in one pass
     (void)kt::run_identity_case<Map, float, sp>(2, 1, 150, false, true, false, 16);
     (void)kt::run_identity_case<Map, float, sp>(2, 1, 150, true, true, true, 16);
     CHECK(emulated_gpu_system::single_pass_launches == launches);
+}
+
+TEST_CASE_TEMPLATE(
+    "CUDA kernels under emulation: with neither dΩ nor db, the dφ walks of element-wise maps write dq and dk", Map,
+    features::elu, features::softplus, features::sigmoid2, features::cos2) {
+    // Without renormalisation these maps are element-wise, so a device call given no d_omega
+    // and no d_bias has the walks finish each feature's VJP (no dφ buffers, no row VJPs).
+    // d = F = 48 (feature groups of 32 and 16), dv = 40, two sequences of 150 tokens (a
+    // tail chunk), the second with 37 valid keys; an input scale other than 1.
+    using sp = backends::chunked<single_pass_system>;
+    const index_t B = 2, H = 1, L = 150, D = 48, dv = 40;
+    attention_config<Map, samplers::identity> cfg{.head_dim = D, .value_dim = dv, .num_features = D, .seed = 3};
+    cfg.feature.renormalize = false;
+    cfg.input_scale = 0.8;  // u = 0.8·x, and dx = 0.8·du
+    REQUIRE(detail::elementwise_features<Map>(cfg.feature));
+    const linear_attention<Map, samplers::identity, backends::reference, float> ar(cfg);
+    const linear_attention<Map, samplers::identity, sp, float> as(cfg);
+    const auto sb = std::size_t(B), sl = std::size_t(L), sD = std::size_t(D), sv = std::size_t(dv);
+    const auto q = kt::randn<float, 4>({sb, 1, sl, sD}, 1, 0.5), k = kt::randn<float, 4>({sb, 1, sl, sD}, 2, 0.5);
+    const auto v = kt::randn<float, 4>({sb, 1, sl, sv}, 3), G = kt::randn<float, 4>({sb, 1, sl, sv}, 4);
+    const std::vector<index_t> lens{L, L / 4};
+    const auto gr = ar.backward(q, k, v, G, kattn::causal, key_lengths(lens));
+    const single_pass_system on;
+    const backends::device_parameters<Map, float, single_pass_system> params(on, as.spectral());
+    const backends::device_options o{true, lens.data(), double(as.input_scale()), 1e-6};
+    const auto in = [&](const xt::xtensor<float, 4>& x) {
+        return backends::head_major<const float>(x.data(), B, H, L, index_t(x.shape()[3]));
+    };
+    const auto out = [&](xt::xtensor<float, 4>& x) {
+        return backends::head_major<float>(x.data(), B, H, L, index_t(x.shape()[3]));
+    };
+    const auto call = [&](float* d_omega, float* d_bias) {
+        std::array<xt::xtensor<float, 4>, 3> g{xt::xtensor<float, 4>(q.shape(), 7.f),
+                                               xt::xtensor<float, 4>(k.shape(), 7.f),
+                                               xt::xtensor<float, 4>(v.shape(), 7.f)};
+        cuda_emulation::faults() = 0;
+        const int grads = emulated_gpu_system::grads_launches;
+        sp::device_backward(on, params, in(q), in(k), in(v), in(G), out(g[0]), out(g[1]), out(g[2]), d_omega, d_bias,
+                            o);
+        CHECK(emulated_gpu_system::grads_launches == grads + 1);
+        CHECK(cuda_emulation::faults() == 0);
+        return g;
+    };
+    const auto fused = call(nullptr, nullptr);
+    CHECK(kt::chunk_rel_err_4d(fused[0], gr.dq) < grad_tol<Map>);
+    CHECK(kt::chunk_rel_err_4d(fused[1], gr.dk) < grad_tol<Map>);
+    CHECK(kt::chunk_rel_err_4d(fused[2], gr.dv) < tol);
+    // The keys past the second sequence's 37 have no gradient (every entry written).
+    for (std::size_t j = std::size_t(L / 4); j < sl; ++j)
+        for (std::size_t c = 0; c < sD; ++c) CHECK(fused[1](1, 0, j, c) == 0.f);
+    // With dΩ asked for, dφ goes through memory to the row VJPs: the same gradients up to
+    // rounding, dv (the same walk) to the bit.
+    std::vector<float> d_omega(std::size_t(D * D));
+    const auto plain = call(d_omega.data(), nullptr);
+    CHECK(kt::rel_err(fused[0], plain[0]) < 1e-5);
+    CHECK(kt::rel_err(fused[1], plain[1]) < 1e-5);
+    CHECK(fused[2] == plain[2]);
+    // The fused call's scratch: the recomputed numerators and the cotangents, both there at
+    // once (B·H·192 rows of dv + 1 = 41 columns padded to 44); the other needs dφ as well.
+    const std::size_t rows = std::size_t(B * H) * 192, dv1 = 44;
+    const auto bytes = [&](bool bias, bool omega) {
+        return sp::device_workspace_bytes(on, params, backends::device_pass::backward, B, H, L, L, dv, o, bias, omega);
+    };
+    CHECK(bytes(false, false) == 2 * rows * dv1 * sizeof(float));
+    CHECK(bytes(false, true) > bytes(false, false));
+    if (Map::uses_bias) CHECK(bytes(true, false) > bytes(false, false));
 }
 
 TEST_CASE("CUDA kernels under emulation: the single pass's column groups, widths and tail chunks") {

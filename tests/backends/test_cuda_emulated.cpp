@@ -13,7 +13,8 @@
 // states kernel over several segments, state tiles and staged columns; bf16 tensors with
 // BF16 products within the documented bounds (precision_cases.hpp); the single pass for
 // maps without a stabiliser, in one and several column groups, with tails and padded keys,
-// against the reference and the multi-pass path; that the kernels ran;
+// against the reference and the multi-pass path, and with the VJP of element-wise maps
+// finished in the backward's walks; that the kernels ran;
 // that no WMMA access broke the alignment rules and no barrier deadlocked; warp_ops' rows
 // as float4 and element by element. And the emulator's own checks: a misaligned load and a
 // barrier that some threads skip are caught.
@@ -22,6 +23,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <tuple>
 #include <utility>
 #include <vector>

@@ -11,6 +11,9 @@
 //   single_pass_dphi_kernel<true>: dφ_K, the same with the roles of Ñ and V' swapped;
 //     chunks in reverse order, T's rows on chip: M' = mask_{i ≥ j}(V'·Ñᵀ);
 //     dΦ_K's features = M'·Φ_Q + V'·Tᵀ; T += Φ_Qᵀ·Ñ.
+//     Fused (job.fused: element-wise maps, no parameter gradients), each tile of dφ goes
+//     through the warp's 16 × 16 of shared memory and its lanes write dq or dk of its
+//     elements (the map's VJP of each, job.emit_input_grad) instead of dφ.
 //   single_pass_dv_kernel: dV. Each block owns one head and a group of cw value columns;
 //     chunks in reverse order, T's columns (F × cw) on chip; per chunk:
 //     A = mask_{j ≤ i}(Φ_QΦ_Kᵀ); dV's columns = Aᵀ·Ñ + Φ_K·T; T += Φ_Qᵀ·Ñ.
@@ -77,8 +80,9 @@ __global__ void __launch_bounds__(single_pass_threads, 1) single_pass_dphi_kerne
     // X·stateᵀ and stateᵀ's update from Y: (Ñ, V') for the queries, (V', Ñ) for the keys.
     const float* X = Keys ? vt : nt;
     const float* Y = Keys ? nt : vt;
-    const int warp = int(threadIdx.x) / 32;
+    const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
     float* stage = sm + lay.stage + warp * single_pass_stage_rows * lay.ldx;
+    float* tile = sm + lay.tiles + warp * 256;
     const index_t groups = job.feature_groups(), nc = job.chunks();
     for (index_t bj = blockIdx.x; bj < job.feature_jobs(); bj += gridDim.x) {
         const index_t p = bj / groups, grp = bj % groups;
@@ -102,8 +106,16 @@ __global__ void __launch_bounds__(single_pass_threads, 1) single_pass_dphi_kerne
                 wmma::fill_fragment(acc, 0.0f);
                 mma_tf32_rows(acc, M + rt * 16 * lay.lds, lay.lds, phi + f0 + ft * 16, lay.ldf, C);
                 mma_tf32_a_bt(acc, X + rt * 16 * lay.ldn, lay.ldn, S + ft * 16 * lay.ldn, lay.ldn, wn);
-                wmma::store_matrix_sync(job.dphi(Keys, p, t0 + rt * 16) + f0 + ft * 16, acc, unsigned(F),
-                                        wmma::mem_row_major);
+                if (job.fused) {
+                    wmma::store_matrix_sync(tile, acc, 16u, wmma::mem_row_major);
+                    __syncwarp();
+                    for (int e = lane; e < 256; e += 32)
+                        job.emit_input_grad(hr, t0 + rt * 16 + e / 16, Keys, f0 + ft * 16 + e % 16, tile[e]);
+                    __syncwarp();
+                } else {
+                    wmma::store_matrix_sync(job.dphi(Keys, p, t0 + rt * 16) + f0 + ft * 16, acc, unsigned(F),
+                                            wmma::mem_row_major);
+                }
             }
             __syncthreads();
             sd::add_state(fn, wn, phi + f0, lay.ldf, Y, lay.ldn, S, lay.ldn);

@@ -204,13 +204,14 @@ struct chunked {
     /// this size serves the call without growing. Shapes as the call's: batch × heads
     /// heads, q_len queries, k_len keys, value_dim value columns; o as the call's options
     /// (key lengths and packed offsets are read back and checked as the call would).
-    /// with_bias_gradient: the backward call will be given a d_bias pointer. The step's
-    /// q_len and k_len are 1. Runs nothing on the system but those two reads.
+    /// with_bias_gradient, with_omega_gradient: the backward call will be given a d_bias,
+    /// a d_omega pointer. The step's q_len and k_len are 1. Runs nothing on the system but
+    /// those two reads.
     template <class Map, class W>
     static std::size_t device_workspace_bytes(const System& sys, const device_parameters<Map, W, System>& params,
                                               device_pass pass, index_t batch, index_t heads, index_t q_len,
                                               index_t k_len, index_t value_dim, const device_options& o = {},
-                                              bool with_bias_gradient = true) {
+                                              bool with_bias_gradient = true, bool with_omega_gradient = true) {
         namespace ci = detail::chunked_impl;
         ci::require_arg(batch >= 0 && heads >= 0, "batch, heads", "non-negative counts",
                         std::to_string(batch) + ", " + std::to_string(heads));
@@ -250,7 +251,8 @@ struct chunked {
             // sizing system never dereferences them.
             W slot{};
             const ci::gradient_views<W, W> grads{rows(q_len, params.head_dim()), rows(k_len, params.head_dim()),
-                                                 rows(k_len, value_dim), &slot, with_bias_gradient ? &slot : nullptr};
+                                                 rows(k_len, value_dim), with_omega_gradient ? &slot : nullptr,
+                                                 with_bias_gradient ? &slot : nullptr};
             with_tables(sizing, g, offsets, [&](const ci::geometry& gt) {
                 ci::backward<Map, W>(sizing, sp, gt, q, k, v, strided_view<const W>(out), grads, scale, eps);
             });

@@ -81,11 +81,12 @@ KATTN_HD constexpr int single_pass_whole_columns(index_t dv) { return int((dv + 
 
 /// One block's shared memory in the walks over a group of fw features (dφ_Q's walk and
 /// dφ_K's), in floats (offsets multiples of 8): Φ of the chunk's rows (whole rows: the
-/// activation needs them), ñ and v' whole (wn columns), their masked product M, and the
-/// group's rows of the state (fw × wn).
+/// activation needs them), ñ and v' whole (wn columns), their masked product M, the
+/// group's rows of the state (fw × wn), and a 16 × 16 tile per warp (where the fused walks
+/// take dφ's tiles out of the accumulators).
 struct single_pass_dphi_layout {
     int ldf, ldn, lds, ldx;
-    int phi, nt, vt, M, state, stage, total;
+    int phi, nt, vt, M, state, tiles, stage, total;
     KATTN_HD single_pass_dphi_layout(int d, int F, int fw, int wn) {
         constexpr int C = 64;
         ldf = tile_ld(F), ldn = tile_ld(wn), lds = tile_ld(C), ldx = (d + 7) / 8 * 8;
@@ -94,7 +95,8 @@ struct single_pass_dphi_layout {
         vt = nt + C * ldn;
         M = vt + C * ldn;
         state = M + C * lds;
-        total = state + fw * ldn;
+        tiles = state + fw * ldn;
+        total = tiles + single_pass_threads / 32 * 256;
         stage = single_pass_stage(ldx, M, C * lds, total);  // before M exists
     }
 };

@@ -59,6 +59,8 @@ struct cos2 : map_base {
         Ops::transform(m, phi, activation<T>(p), u, b);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
+    /// Feature by feature unless renormalised (detail::elementwise_features).
+    KATTN_HD static constexpr bool elementwise(const params& p) { return !p.renormalize; }
 
     /// d cos²(a)/da = −sin(2a);  du = db = dv · (−sin 2a).
     template <class Ops, class T>

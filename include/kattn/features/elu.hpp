@@ -52,6 +52,8 @@ struct elu : map_base {
         Ops::transform(m, phi, activation<T>(p), u, b);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
+    /// Feature by feature unless renormalised (detail::elementwise_features).
+    KATTN_HD static constexpr bool elementwise(const params& p) { return !p.renormalize; }
 
     /// With a = u/τ + b: dv masked where the floor is active; da = dv · ELU'(a);
     /// du = da/τ, db += da.

@@ -112,6 +112,21 @@ KATTN_HD T activate_own_shift(const map_params_t<F>& p, index_t d, index_t m, co
     }
 }
 
+/// Whether map F, under p, is element-wise: φ_l depends on u_l and b_l alone (no sum over
+/// the features, no direct x term, no dependence on m), so that activate and activate_vjp
+/// on any contiguous slice of u, b, φ and dφ, with m the slice's width, give that slice of
+/// the whole row's results (tests/features/test_elementwise.cpp checks every map that says
+/// so). A map says so with `static constexpr bool elementwise(const params&)` (and a
+/// constexpr workspace(m)); otherwise it is not. The CUDA backend's causal backward then
+/// finishes the VJP inside its dφ walks (docs/cuda_backend.md §2).
+template <class F>
+KATTN_HD constexpr bool elementwise_features(const map_params_t<F>& p) {
+    if constexpr (requires { F::elementwise(p); })
+        return bool(F::elementwise(p));
+    else
+        return false;
+}
+
 /// Writes v into the member `get` selects in p (or in p.inner: positive<F>'s parameters of
 /// F); false when neither has one. `get` is a generic lambda returning the member by
 /// reference, SFINAE-friendly (the selectors of detail::field below).

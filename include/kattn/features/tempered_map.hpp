@@ -41,6 +41,8 @@ struct tempered_map : map_base {
         Ops::transform(m, phi, activation<T>(p), u);
         if (p.renormalize) detail::renormalize<Ops>(m, phi);
     }
+    /// Feature by feature unless renormalised (detail::elementwise_features).
+    KATTN_HD static constexpr bool elementwise(const params& p) { return !p.renormalize; }
 
     /// du_l = vjp(u_l/τ, dv_l, 1/τ) with dv the renorm VJP.
     template <class Ops, class T>

@@ -267,7 +267,9 @@ struct vjp_stage {
 
 /// The causal backward in single passes over the chunks (single_pass_grads.hpp) where the
 /// system runs them and the forward's single pass (maps without a stabiliser, Ω = I, not
-/// packed, Lq = Lk); false, having done nothing, where not.
+/// packed, Lq = Lk); false, having done nothing, where not. An element-wise map with
+/// neither dΩ nor db asked for has its VJP finished in the dφ walks (no dφ buffers, no
+/// row VJPs).
 template <class Map, class W, class System, class T>
 bool single_pass_backward(const System& sys, const spectral<Map, W>& sp, const geometry& g,
                           const backends::strided_view<const T>& q, const backends::strided_view<const T>& k,
@@ -291,12 +293,20 @@ bool single_pass_backward(const System& sys, const spectral<Map, W>& sp, const g
         auto Nt = sys.template make_buffer<W>(qr * g.dv1);
         detail::launch_rows(sys, qr, single_pass_cotangents<Map, T, W, Ops>{g, eps, O.data(), dout, Nt.data()});
         O = sys.template make_buffer<W>(0);
-        // The three walks: dΦ_Q, dΦ_K and dV.
-        auto dphi_q = sys.template make_buffer<W>(qr * F);
-        auto dphi_k = sys.template make_buffer<W>(qr * F);
-        const single_pass_grads_job<Map, T, W, Ops> job{fwd,    Nt.data(),       dphi_q.data(), dphi_k.data(),
-                                                        out.dv, widths.features, widths.values};
+        // The three walks: dΦ_Q, dΦ_K (or, fused, dq and dk) and dV.
+        const bool fused =
+            elementwise_features<Map>(sp.params) && !out.d_omega && !(out.d_bias && Map::uses_bias && g.m > 0);
+        auto dphi_q = sys.template make_buffer<W>(fused ? 0 : qr * F);
+        auto dphi_k = sys.template make_buffer<W>(fused ? 0 : qr * F);
+        single_pass_grads_job<Map, T, W, Ops> job{fwd,    Nt.data(),       dphi_q.data(), dphi_k.data(),
+                                                  out.dv, widths.features, widths.values};
+        if (fused) {
+            job.fused = true;
+            job.dq = out.dq;
+            job.dk = out.dk;
+        }
         sys.launch_single_pass_grads(job);
+        if (fused) return true;
         Nt = sys.template make_buffer<W>(0);
         // The row VJPs, φ made again from the rows, dφ read where the walks wrote it.
         vjp_stage<Map, W, System, T> st(sys, sp, g, out, scale, qr);

@@ -15,13 +15,19 @@
 // dφ_k is the same with T in a reverse walk. dv is a sum over the features instead, so its own reverse
 // walk splits the value columns into groups of cw: each block keeps all F rows of its
 // columns of T and writes its columns of dv exactly. The maps' row VJPs then read dφ as it
-// is (single_pass_vjp_inputs rebuilds φ). The numerators and denominators come from the
-// forward's single pass run again (single_pass_job::numerators), the cotangents from
-// single_pass_cotangents. The kernels: backends/causal_single_pass_grads.cuh.
+// is (single_pass_vjp_inputs rebuilds φ). For an element-wise map (φ_l a function of u_l
+// alone: detail::elementwise_features) with no dΩ and no db asked for, a block of a dφ walk
+// holds all that its features' VJP needs (u_l = scale·x_l with Ω = I), so it finishes it:
+//   dx_l = scale · ∂φ_l/∂u_l · dφ_l
+// and writes its columns of dq or dk (single_pass_grads_job::fused): no dφ buffer and no
+// row VJPs. The numerators and denominators come from the forward's single pass run again
+// (single_pass_job::numerators), the cotangents from single_pass_cotangents. The kernels:
+// backends/causal_single_pass_grads.cuh.
 #pragma once
 
 #include "../../core/config.hpp"
 #include "../../core/math.hpp"
+#include "../../features/feature_map.hpp"
 #include "../strided_view.hpp"
 #include "kernels.hpp"
 #include "single_pass.hpp"
@@ -75,6 +81,10 @@ struct single_pass_grads_job {
     backends::strided_view<T> dv;
     index_t fw = 16;  ///< features per block of the dφ walks (a multiple of 16)
     index_t cw = 16;  ///< value columns per block of dV's walk (a multiple of 16)
+    /// Set (element-wise maps, no parameter gradients): the dφ walks finish the VJP and write
+    /// dq and dk here (emit_input_grad); dphi_q and dphi_k are not used.
+    bool fused = false;
+    backends::strided_view<T> dq{}, dk{};
 
     KATTN_HD const geometry& g() const { return rows.g; }
     /// Feature groups per head of the dφ walks, value-column groups per head of dV's walk.
@@ -122,6 +132,28 @@ struct single_pass_grads_job {
     KATTN_HD W* dphi(bool keys, index_t p, index_t i) const {
         const geometry& gg = rows.g;
         return (keys ? dphi_k : dphi_q) + (p * gg.Lqp + i) * gg.F;
+    }
+
+    /// Fused: dq (queries) or dk (keys) of token l, feature f, from its dφ: the map's VJP of
+    /// that one element at u = scale·x (Ω = I), times scale; zero for a padded key, nothing
+    /// for a row past the sequence. One thread per element, no sync.
+    KATTN_HD void emit_input_grad(const head_rows& hr, index_t l, bool keys, index_t f, W dphi) const {
+        if constexpr (requires(const map_params_t<Map>& mp) { Map::elementwise(mp); }) {
+            if (l >= rows.g.Lq) return;
+            T* dst = (keys ? dk : dq).row(hr.b, hr.h, l) + f;
+            if (!rows.valid(hr, l, keys)) {
+                *dst = static_cast<T>(W(0));
+                return;
+            }
+            const W u = rows.scale * static_cast<W>((keys ? rows.k : rows.q).row(hr.b, hr.h, l)[f]);
+            const W* b = rows.s.bias ? rows.s.bias + f : nullptr;
+            constexpr index_t ws = Map::workspace(1);
+            W phi = W(0), du = W(0), dx = W(0), work[ws > 0 ? ws : 1] = {};
+            Map::template activate<scalar_ops>(rows.s.params, 1, 1, &u, &u, b, W(0), &phi);
+            Map::template activate_vjp<scalar_ops>(rows.s.params, 1, 1, &u, &u, b, W(0), &phi, &dphi, &du, &dx,
+                                                   static_cast<W*>(nullptr), work);
+            *dst = static_cast<T>(rows.scale * du);
+        }
     }
 
     /// dv of key j, columns [c0, min(c0 + cw, dv)), from the block's row.
