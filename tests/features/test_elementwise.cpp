@@ -15,10 +15,7 @@ namespace {
 using kattn::index_t;
 using ops = kattn::detail::scalar_ops;
 
-template <class T>
-std::vector<T> normal_values(std::size_t n, std::uint64_t seed, double sd) {
-    return kt::rows::normal_values<T>(n, seed, sd, 29);
-}
+constexpr std::uint64_t stream = 29;  ///< this file's random stream (kt::rows::normal_values)
 
 /// φ, du, dx and db of one row of m features (d = m: x = u, as with Ω = I).
 template <class Map, class T>
@@ -36,9 +33,9 @@ struct row_vjp {
 template <class Map, class T>
 void check_slices(const kattn::map_params_t<Map>& p) {
     const index_t m = 24;
-    const auto u = normal_values<T>(std::size_t(m), 1, 1.5);
-    const auto b = normal_values<T>(std::size_t(m), 2, 0.7);
-    const auto dphi = normal_values<T>(std::size_t(m), 3, 1.0);
+    const auto u = kt::rows::normal_values<T>(std::size_t(m), 1, 1.5, stream);
+    const auto b = kt::rows::normal_values<T>(std::size_t(m), 2, 0.7, stream);
+    const auto dphi = kt::rows::normal_values<T>(std::size_t(m), 3, 1.0, stream);
     const T* bias = Map::uses_bias ? b.data() : nullptr;
     const row_vjp<Map, T> whole(p, m, u.data(), bias, dphi.data());
     bool moves = false;

@@ -14,10 +14,7 @@ namespace {
 using kattn::index_t;
 using ops = kattn::detail::scalar_ops;
 
-template <class T>
-std::vector<T> normal_values(std::size_t n, std::uint64_t seed, double sd) {
-    return kt::rows::normal_values<T>(n, seed, sd, 23);
-}
+constexpr std::uint64_t stream = 23;  ///< this file's random stream (kt::rows::normal_values)
 
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
@@ -28,12 +25,13 @@ template <class Map, class T>
 void check_rows() {
     const index_t d = 13, m = 24, P = Map::projection_dim(m), F = Map::feature_dim(m);
     const auto p = kt::cases::params<kt::cases::map_case<Map>>();
-    const auto omega = normal_values<T>(std::size_t(d * P), 5, 1.0);
-    const auto b = normal_values<T>(std::size_t(m), 6, 0.5);
+    const auto omega = kt::rows::normal_values<T>(std::size_t(d * P), 5, 1.0, stream);
+    const auto b = kt::rows::normal_values<T>(std::size_t(m), 6, 0.5, stream);
     const T* bias = Map::uses_bias ? b.data() : nullptr;
     for (const double sd : {0.3, 1.0, 4.0, 0.0, -1.0}) {  // −1: projections that tie
         INFO("row sd ", sd);
-        std::vector<T> x = sd >= 0 ? normal_values<T>(std::size_t(d), 7, sd) : std::vector<T>(std::size_t(d), T(0.5));
+        std::vector<T> x = sd >= 0 ? kt::rows::normal_values<T>(std::size_t(d), 7, sd, stream)
+                                   : std::vector<T>(std::size_t(d), T(0.5));
         std::vector<T> u(std::size_t(P), T(0));
         for (index_t i = 0; i < d; ++i)
             for (index_t q = 0; q < P; ++q) u[std::size_t(q)] += x[std::size_t(i)] * omega[std::size_t(i * P + q)];
